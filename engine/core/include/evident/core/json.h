@@ -1,0 +1,63 @@
+// Strict JSON: the only parser evident uses on untrusted input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "evident/core/status.h"
+
+namespace evident {
+
+using Json = nlohmann::json;
+
+inline constexpr std::int64_t kMaxSafeInteger = 9007199254740991;  // 2^53 - 1
+
+// Parses exactly one JSON value from `text`. Refuses, with `error_code` and a message
+// naming the problem (never echoing the input): more than `max_bytes`, invalid UTF-8,
+// syntax errors, trailing data, duplicate object keys at any depth, floats, and integers
+// outside ±(2^53−1).
+Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
+                               const std::string& error_code);
+
+// Serialises compactly (UTF-8 kept as is). Never throws on valid UTF-8 strings.
+std::string dump_json(const Json& value);
+
+// Field checking for request objects. Every helper returns `error_code` with a message that
+// names the field (field names are not secret; values are never echoed).
+class JsonFields {
+ public:
+  JsonFields(const Json& object, std::string error_code, std::string context = "request");
+
+  // Checks that `object` is an object and has no keys outside `allowed`.
+  Status only(std::initializer_list<std::string_view> allowed) const;
+  bool has(std::string_view key) const;
+
+  Result<std::string> string(std::string_view key, std::size_t min_bytes = 0,
+                             std::size_t max_bytes = SIZE_MAX) const;
+  Result<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max) const;
+  Result<bool> boolean(std::string_view key) const;
+  Result<const Json*> object(std::string_view key) const;
+  Result<const Json*> array(std::string_view key, std::size_t min_items = 0,
+                            std::size_t max_items = SIZE_MAX) const;
+  // 64 lowercase hex characters.
+  Result<std::string> sha256_hex(std::string_view key) const;
+
+  const std::string& error_code() const { return code_; }
+
+ private:
+  Error fail(std::string message) const;
+  const Json* find(std::string_view key) const;
+
+  const Json& obj_;
+  std::string code_;
+  std::string context_;
+};
+
+bool is_lower_hex(std::string_view s, std::size_t length);
+
+}  // namespace evident

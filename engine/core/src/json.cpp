@@ -1,0 +1,197 @@
+#include "evident/core/json.h"
+
+#include <set>
+#include <vector>
+
+namespace evident {
+namespace {
+
+struct StrictViolation {
+  std::string message;
+};
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  while (i < s.size()) {
+    unsigned char c = p[i];
+    std::size_t n;
+    std::uint32_t cp;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+    else return false;
+    if (i + n >= s.size()) return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return false;
+      unsigned char cc = p[i + k];
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
+                               const std::string& error_code) {
+  if (text.size() > max_bytes) {
+    return make_error(error_code, "request is " + std::to_string(text.size()) +
+                                      " bytes; the limit is " + std::to_string(max_bytes));
+  }
+  if (!valid_utf8(text)) return make_error(error_code, "request is not valid UTF-8");
+  std::vector<std::set<std::string>> keys;
+  auto cb = [&keys](int /*depth*/, Json::parse_event_t event, Json& parsed) -> bool {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
+      case Json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case Json::parse_event_t::key: {
+        const auto& k = parsed.get_ref<const std::string&>();
+        if (!keys.empty() && !keys.back().insert(k).second) {
+          throw StrictViolation{"duplicate key \"" + k.substr(0, 64) + "\""};
+        }
+        break;
+      }
+      case Json::parse_event_t::value:
+        if (parsed.is_number_float()) {
+          throw StrictViolation{"floating-point numbers are not allowed (use integers)"};
+        }
+        if (parsed.is_number_unsigned() &&
+            parsed.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSafeInteger)) {
+          throw StrictViolation{"integer outside ±(2^53−1)"};
+        }
+        if (parsed.is_number_integer() && !parsed.is_number_unsigned()) {
+          auto v = parsed.get<std::int64_t>();
+          if (v > kMaxSafeInteger || v < -kMaxSafeInteger) {
+            throw StrictViolation{"integer outside ±(2^53−1)"};
+          }
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true,
+                       /*ignore_comments=*/false);
+  } catch (const StrictViolation& v) {
+    return make_error(error_code, "invalid JSON: " + v.message);
+  } catch (const Json::parse_error& e) {
+    return make_error(error_code, "invalid JSON at byte " + std::to_string(e.byte));
+  } catch (const Json::exception&) {
+    return make_error(error_code, "invalid JSON");
+  }
+}
+
+std::string dump_json(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::strict);
+}
+
+bool is_lower_hex(std::string_view s, std::size_t length) {
+  if (s.size() != length) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+JsonFields::JsonFields(const Json& object, std::string error_code, std::string context)
+    : obj_(object), code_(std::move(error_code)), context_(std::move(context)) {}
+
+Error JsonFields::fail(std::string message) const {
+  return make_error(code_, context_ + ": " + message);
+}
+
+const Json* JsonFields::find(std::string_view key) const {
+  if (!obj_.is_object()) return nullptr;
+  auto it = obj_.find(std::string(key));
+  return it == obj_.end() ? nullptr : &*it;
+}
+
+bool JsonFields::has(std::string_view key) const { return find(key) != nullptr; }
+
+Status JsonFields::only(std::initializer_list<std::string_view> allowed) const {
+  if (!obj_.is_object()) return fail("must be a JSON object");
+  for (const auto& [k, v] : obj_.items()) {
+    bool known = false;
+    for (auto a : allowed) known = known || (a == k);
+    if (!known) return fail("unknown field \"" + k.substr(0, 64) + "\"");
+  }
+  return {};
+}
+
+Result<std::string> JsonFields::string(std::string_view key, std::size_t min_bytes,
+                                       std::size_t max_bytes) const {
+  const Json* v = find(key);
+  if (!v) return fail("missing field \"" + std::string(key) + "\"");
+  if (!v->is_string()) return fail("field \"" + std::string(key) + "\" must be a string");
+  const auto& s = v->get_ref<const std::string&>();
+  if (s.size() < min_bytes || s.size() > max_bytes) {
+    return fail("field \"" + std::string(key) + "\" must be " + std::to_string(min_bytes) +
+                ".." + std::to_string(max_bytes) + " bytes");
+  }
+  return s;
+}
+
+Result<std::int64_t> JsonFields::integer(std::string_view key, std::int64_t min,
+                                         std::int64_t max) const {
+  const Json* v = find(key);
+  if (!v) return fail("missing field \"" + std::string(key) + "\"");
+  if (!v->is_number_integer()) return fail("field \"" + std::string(key) + "\" must be an integer");
+  std::int64_t n = v->is_number_unsigned()
+                       ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                             v->get<std::uint64_t>(), static_cast<std::uint64_t>(INT64_MAX)))
+                       : v->get<std::int64_t>();
+  if (n < min || n > max) {
+    return fail("field \"" + std::string(key) + "\" must be in " + std::to_string(min) + ".." +
+                std::to_string(max));
+  }
+  return n;
+}
+
+Result<bool> JsonFields::boolean(std::string_view key) const {
+  const Json* v = find(key);
+  if (!v) return fail("missing field \"" + std::string(key) + "\"");
+  if (!v->is_boolean()) return fail("field \"" + std::string(key) + "\" must be a boolean");
+  return v->get<bool>();
+}
+
+Result<const Json*> JsonFields::object(std::string_view key) const {
+  const Json* v = find(key);
+  if (!v) return fail("missing field \"" + std::string(key) + "\"");
+  if (!v->is_object()) return fail("field \"" + std::string(key) + "\" must be an object");
+  return v;
+}
+
+Result<const Json*> JsonFields::array(std::string_view key, std::size_t min_items,
+                                      std::size_t max_items) const {
+  const Json* v = find(key);
+  if (!v) return fail("missing field \"" + std::string(key) + "\"");
+  if (!v->is_array()) return fail("field \"" + std::string(key) + "\" must be an array");
+  if (v->size() < min_items || v->size() > max_items) {
+    return fail("field \"" + std::string(key) + "\" must have " + std::to_string(min_items) +
+                ".." + std::to_string(max_items) + " items");
+  }
+  return v;
+}
+
+Result<std::string> JsonFields::sha256_hex(std::string_view key) const {
+  auto s = string(key);
+  if (!s) return s.error();
+  if (!is_lower_hex(*s, 64)) {
+    return fail("field \"" + std::string(key) + "\" must be 64 lowercase hex characters");
+  }
+  return s;
+}
+
+}  // namespace evident
