@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Sets up everything (ci/setup.sh) and runs every test: C++ unit tests (no X), C++ integration
+# tests (each starts its own Xvfb servers), then the Python tests and scenarios under /usr/bin/python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+BUILD="${EVIDENT_BUILD:-build}"
+export EVIDENT_BIN="$PWD/$BUILD/engine/cli/evident"
+
+echo "== C++ unit tests"
+ctest --test-dir "$BUILD" -L unit --output-on-failure -j2
+echo "== C++ integration tests (real Xvfb)"
+ctest --test-dir "$BUILD" -L x11 --output-on-failure -j2 --timeout 600
+
+echo "== Python tests and scenarios"
+bash ci/pytest.sh

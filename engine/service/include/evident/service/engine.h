@@ -1,0 +1,70 @@
+// The engine: one object that owns displays, apps and sessions, and answers requests.
+// The daemon, the CLI (through the daemon) and Python (in-process) all go through Engine::call,
+// so every surface has the same operations, limits and error codes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "evident/core/clock.h"
+#include "evident/core/json.h"
+
+namespace evident {
+
+// Who made a request, resolved by the control surface — never taken from request fields.
+struct Actor {
+  enum class Kind { kLocalUser, kInProcess };
+  Kind kind = Kind::kLocalUser;
+  unsigned uid = 0;
+  int pid = 0;  // in_process only
+  Json to_json() const;  // {"kind":"local_user","uid":N} or {"kind":"in_process","uid":N,"pid":P}
+  bool operator==(const Actor&) const = default;
+};
+
+struct EngineOptions {
+  std::string state_dir;    // evidence (persists); default default_state_dir()
+  std::string runtime_dir;  // private scratch: auth cookies, app logs (0700); default default_runtime_dir()/engine-<pid>-<rand>
+  const Clock* clock = nullptr;  // default SystemClock
+};
+
+// Request envelope (internal wire format, also used by the daemon socket):
+//   {"op":"<name>","args":{...}}
+// Ops and their args (results are exactly the contract's JSON, including "ok"):
+//   display.create   {width?,height?,depth?,dpi?}
+//   display.destroy  {display_id,generation}
+//   display.list     {}
+//   display.status   {display_id,generation}
+//   display.screenshot {display_id,generation,out}
+//   app.launch       {display_id,generation,argv:[...],wait_window_ms?}
+//   app.stop         {app_id}
+//   app.list         {}
+//   cu.actions       {display_id,generation,request:{...contract §4 batch...}}
+//   session          {request:"<raw JSON text of one §5 request>"}  (parsed strictly by the session layer)
+//   ping             {}  -> {"ok":true,"version":"…","pid":P}
+// Errors: {"ok":false,"error":{"code","message","retryable"}}.
+class Engine {
+ public:
+  explicit Engine(EngineOptions options);
+  ~Engine();  // destroys everything it owns (sessions aborted, apps stopped, displays destroyed)
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Parses `request_json` strictly (≤ kMaxRequestBytes) and dispatches. Thread-safe; never throws.
+  Json call(const Actor& actor, std::string_view request_json);
+  // Same, with an already-parsed envelope.
+  Json call(const Actor& actor, const Json& request);
+
+  // Stops everything owned; idempotent. Called by the destructor and on daemon shutdown.
+  void shutdown();
+
+  static constexpr std::size_t kMaxRequestBytes = 256 * 1024;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+Json error_response(const Error& error);
+
+}  // namespace evident
