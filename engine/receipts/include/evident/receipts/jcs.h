@@ -1,0 +1,30 @@
+// RFC 8785 (JCS) canonical JSON and the domain-separated digests of the receipt format
+// (docs/receipts.md). Only the content the contract allows is accepted: objects, arrays,
+// strings, booleans, null and integers within ±(2^53−1).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident {
+
+// Digest domains (contract §6). Each H() input is: domain bytes, one 0x00 byte, JCS(value).
+inline constexpr std::string_view kDomainStageTranscript = "evident/stage-transcript/v2";
+inline constexpr std::string_view kDomainTranscript = "evident/transcript/v2";
+inline constexpr std::string_view kDomainClaims = "evident/claims/v2";
+inline constexpr std::string_view kDomainReceipt = "evident/receipt/v2";
+inline constexpr std::string_view kDomainActionProjection = "evident/action-projection/v2";
+
+// JCS bytes of `value`: keys sorted by UTF-16 code units, no whitespace, minimal string
+// escapes, integers in shortest decimal. Error "receipt-noncanonical" for floats, integers
+// outside ±(2^53−1), invalid UTF-8, binary or discarded values.
+Result<std::string> canonicalize(const Json& value);
+
+// H(domain, value): lowercase hex SHA-256 of domain, 0x00, JCS(value).
+// Error "receipt-noncanonical" (as canonicalize).
+Result<std::string> domain_digest(std::string_view domain, const Json& value);
+
+}  // namespace evident

@@ -1,0 +1,89 @@
+// Building and writing `evident.session-receipt/v2` receipts (contract §6, docs/receipts.md).
+// The session module records what happened; this module turns it into the receipt JSON with
+// every digest, so the format lives in one place and needs no X.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident {
+
+inline constexpr std::string_view kReceiptSchema = "evident.session-receipt/v2";
+inline constexpr std::size_t kMaxClaimsCanonicalBytes = 16 * 1024;
+inline constexpr std::string_view kReceiptFileName = "receipt.json";
+
+// The resources a session was bound to at begin (receipt "binding").
+struct ReceiptBinding {
+  std::int64_t display_id = 0;
+  std::string display_name;      // ":N"
+  std::string generation;        // "gen-<32 hex>"
+  std::string app_id;            // "app-<32 hex>"
+  std::int64_t app_pid = 0;
+  std::string app_argv_sha256;   // 64 lowercase hex
+  std::string attempt_id;        // 1..256 bytes, as sent by the caller
+  std::string job_sha256;        // 64 lowercase hex, as sent by the caller
+};
+
+// One executed session action, in order.
+struct ActionRecord {
+  std::string type;          // the action's "type", e.g. "click"
+  Json projection;           // P: the action with secrets removed; use project_action()
+  std::string status;        // "ok" or "injected" (a failed action ends the session)
+  bool input = false;        // true iff the action dispatched at least one input event
+  std::string frame_sha256;  // the full-display frame captured after the action
+};
+
+// The frame captured by observe.
+struct ObservationRecord {
+  std::string sha256;
+  std::int64_t byte_length = 0;
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+};
+
+// Everything a receipt binds. Times are wall-clock ms since the epoch (rendered RFC 3339).
+struct ReceiptInput {
+  std::string session_id;                    // "ses-<32 hex>"
+  std::string engine_version = EVIDENT_VERSION;
+  ReceiptBinding binding;
+  Json actor;                                // as resolved by the control surface
+  std::int64_t started_wall_ms = 0;          // begin's admission
+  std::int64_t frozen_wall_ms = 0;
+  std::int64_t observed_wall_ms = 0;
+  std::int64_t completed_wall_ms = 0;        // finish
+  std::int64_t elapsed_ms = 0;               // monotonic, begin's admission to finish
+  std::string initial_frame_sha256;          // captured by begin
+  std::vector<ActionRecord> actions;
+  std::string freeze_frame_sha256;           // the display's frame when freeze was accepted
+  std::int64_t input_event_count = 0;        // input events dispatched by all actions
+  std::string pre_observation_sha256;        // the caller's digest, as sent to observe
+  ObservationRecord observation;
+  Json claims;                               // the caller's claims object, as sent to finish
+};
+
+// The projection P of a validated action (contract §6): "type", "key" and "paste" keep only
+// {"type"}; "hold_key" keeps {"type","ms"}; every other action keeps all its fields (geometry,
+// button, direction, amount, ms — none of them secret). Never fails; a non-object yields {}.
+Json project_action(const Json& action);
+
+// Builds the receipt: transcript events, stage/transcript/claims digests and receipt_id, then
+// verifies it with verify_receipt() as a self-check. Errors: "session-claims" (claims not an
+// object or its JCS form > 16 KiB), "receipt-invalid" (an input field is malformed, e.g. a
+// digest that is not 64 lowercase hex, an unknown status; the message names the field),
+// "receipt-noncanonical" (a projection, actor or claims value holds a float).
+Result<Json> build_receipt(const ReceiptInput& input);
+
+// The exact bytes of a receipt file: JCS(receipt) followed by one "\n".
+// Error "receipt-noncanonical".
+Result<std::string> receipt_file_bytes(const Json& receipt);
+
+// Writes `dir`/receipt.json (0600) atomically with receipt_file_bytes(). Errors:
+// "receipt-noncanonical", "fs-error".
+Status write_receipt_atomic(const std::string& dir, const Json& receipt);
+
+}  // namespace evident

@@ -1,0 +1,177 @@
+#include "evident/receipts/jcs.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "evident/core/sha256.h"
+
+namespace evident {
+namespace {
+
+// Decodes UTF-8 into UTF-16 code units; false on invalid UTF-8 (overlong, surrogates, > U+10FFFF).
+bool utf8_to_utf16(std::string_view s, std::u16string* out) {
+  out->clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = p[i];
+    std::uint32_t cp;
+    std::size_t n;
+    if (c < 0x80) { out->push_back(c); ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+    else return false;
+    if (i + n >= s.size()) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= n; ++k) {
+      unsigned char cc = p[i + k];
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      out->push_back(static_cast<char16_t>(0xD800 + (cp >> 10)));
+      out->push_back(static_cast<char16_t>(0xDC00 + (cp & 0x3FF)));
+    } else {
+      out->push_back(static_cast<char16_t>(cp));
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+bool valid_utf8(std::string_view s) {
+  std::u16string scratch;
+  return utf8_to_utf16(s, &scratch);
+}
+
+void append_string(std::string_view s, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (c < 0x20) {
+          out->append("\\u00");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 0xF]);
+        } else {
+          out->push_back(ch);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+Status append(const Json& v, std::string* out) {
+  switch (v.type()) {
+    case Json::value_t::null: out->append("null"); return {};
+    case Json::value_t::boolean: out->append(v.get<bool>() ? "true" : "false"); return {};
+    case Json::value_t::number_unsigned: {
+      auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(kMaxSafeInteger)) {
+        return make_error("receipt-noncanonical", "integer outside ±(2^53−1)");
+      }
+      out->append(std::to_string(u));
+      return {};
+    }
+    case Json::value_t::number_integer: {
+      auto i = v.get<std::int64_t>();
+      if (i > kMaxSafeInteger || i < -kMaxSafeInteger) {
+        return make_error("receipt-noncanonical", "integer outside ±(2^53−1)");
+      }
+      out->append(std::to_string(i));
+      return {};
+    }
+    case Json::value_t::number_float:
+      return make_error("receipt-noncanonical", "floating-point numbers are not canonical here");
+    case Json::value_t::string: {
+      const auto& s = v.get_ref<const std::string&>();
+      if (!valid_utf8(s)) return make_error("receipt-noncanonical", "string is not valid UTF-8");
+      append_string(s, out);
+      return {};
+    }
+    case Json::value_t::array: {
+      out->push_back('[');
+      bool first = true;
+      for (const auto& e : v) {
+        if (!first) out->push_back(',');
+        first = false;
+        EVIDENT_TRY(append(e, out));
+      }
+      out->push_back(']');
+      return {};
+    }
+    case Json::value_t::object: {
+      // RFC 8785 §3.2.3: sort by UTF-16 code units. nlohmann's std::map orders by UTF-8 bytes
+      // (= code points), which differs when astral characters meet U+E000..U+FFFF.
+      struct Key {
+        std::u16string k16;
+        const std::string* k;
+        const Json* v;
+      };
+      std::vector<Key> keys;
+      keys.reserve(v.size());
+      bool needs_utf16 = false;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        const std::string& k = it.key();
+        std::u16string k16;
+        if (!utf8_to_utf16(k, &k16)) {
+          return make_error("receipt-noncanonical", "object key is not valid UTF-8");
+        }
+        for (unsigned char c : k) needs_utf16 = needs_utf16 || c >= 0xEE;
+        keys.push_back(Key{std::move(k16), &k, &it.value()});
+      }
+      if (needs_utf16) {
+        std::sort(keys.begin(), keys.end(),
+                  [](const Key& a, const Key& b) { return a.k16 < b.k16; });
+      }
+      out->push_back('{');
+      bool first = true;
+      for (const Key& key : keys) {
+        if (!first) out->push_back(',');
+        first = false;
+        append_string(*key.k, out);
+        out->push_back(':');
+        EVIDENT_TRY(append(*key.v, out));
+      }
+      out->push_back('}');
+      return {};
+    }
+    default:
+      return make_error("receipt-noncanonical", "value type is not allowed in canonical JSON");
+  }
+}
+
+}  // namespace
+
+Result<std::string> canonicalize(const Json& value) {
+  std::string out;
+  EVIDENT_TRY(append(value, &out));
+  return out;
+}
+
+Result<std::string> domain_digest(std::string_view domain, const Json& value) {
+  auto bytes = canonicalize(value);
+  if (!bytes.ok()) return bytes.error();
+  Sha256 h;
+  h.update(domain);
+  const char zero = 0;
+  h.update(&zero, 1);
+  h.update(*bytes);
+  return h.finish_hex();
+}
+
+}  // namespace evident

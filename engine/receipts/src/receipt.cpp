@@ -1,0 +1,151 @@
+#include "evident/receipts/receipt.h"
+
+#include "evident/core/clock.h"
+#include "evident/core/fs.h"
+#include "evident/receipts/jcs.h"
+#include "evident/receipts/verify.h"
+
+namespace evident {
+
+Json project_action(const Json& action) {
+  if (!action.is_object()) return Json::object();
+  auto type_it = action.find("type");
+  const std::string type =
+      (type_it != action.end() && type_it->is_string()) ? type_it->get<std::string>() : "";
+  // Typed text, key names and pasted text are secrets: not even their digest may appear.
+  if (type == "type" || type == "key" || type == "paste") return Json{{"type", type}};
+  if (type == "hold_key") {
+    Json p{{"type", type}};
+    if (auto ms = action.find("ms"); ms != action.end()) p["ms"] = *ms;
+    return p;
+  }
+  Json p = action;
+  // Defensive: these fields belong only to the secret-bearing actions above.
+  p.erase("text");
+  p.erase("key");
+  return p;
+}
+
+Result<Json> build_receipt(const ReceiptInput& in) {
+  if (!in.claims.is_object()) {
+    return make_error("session-claims", "claims must be a JSON object");
+  }
+  auto claims_bytes = canonicalize(in.claims);
+  if (!claims_bytes.ok()) return claims_bytes.error();
+  if (claims_bytes->size() > kMaxClaimsCanonicalBytes) {
+    return make_error("session-claims", "claims are " + std::to_string(claims_bytes->size()) +
+                                            " bytes canonical; the limit is 16384");
+  }
+  auto claims_sha = domain_digest(kDomainClaims, in.claims);
+  if (!claims_sha.ok()) return claims_sha.error();
+
+  Json transcript = Json::array();
+  std::int64_t index = 0;
+  transcript.push_back(
+      Json{{"index", index++}, {"kind", "initial_frame"}, {"frame_sha256", in.initial_frame_sha256}});
+  for (std::size_t i = 0; i < in.actions.size(); ++i) {
+    const ActionRecord& a = in.actions[i];
+    Json projection = project_action(a.projection);
+    auto t = projection.find("type");
+    if (t == projection.end() || !t->is_string() || t->get<std::string>() != a.type) {
+      return make_error("receipt-invalid",
+                        "action " + std::to_string(i) + ": projection type differs from type");
+    }
+    auto projection_sha = domain_digest(kDomainActionProjection, projection);
+    if (!projection_sha.ok()) return projection_sha.error();
+    transcript.push_back(Json{{"index", index++},
+                              {"kind", "action"},
+                              {"action", a.type},
+                              {"projection_sha256", *projection_sha},
+                              {"status", a.status},
+                              {"input", a.input},
+                              {"frame_sha256", a.frame_sha256}});
+  }
+  transcript.push_back(
+      Json{{"index", index++}, {"kind", "freeze"}, {"frame_sha256", in.freeze_frame_sha256}});
+  std::size_t stage_events = transcript.size();
+  transcript.push_back(Json{{"index", index++},
+                            {"kind", "observation"},
+                            {"frame_sha256", in.observation.sha256},
+                            {"pre_observation_sha256", in.pre_observation_sha256}});
+  transcript.push_back(Json{{"index", index++},
+                            {"kind", "claims"},
+                            {"claims_sha256", *claims_sha},
+                            {"frame_sha256", in.observation.sha256}});
+
+  Json stage = Json::array();
+  for (std::size_t i = 0; i < stage_events; ++i) stage.push_back(transcript[i]);
+  auto stage_sha = domain_digest(kDomainStageTranscript, stage);
+  if (!stage_sha.ok()) return stage_sha.error();
+  auto transcript_sha = domain_digest(kDomainTranscript, transcript);
+  if (!transcript_sha.ok()) return transcript_sha.error();
+
+  const ReceiptBinding& b = in.binding;
+  Json receipt{
+      {"schema", kReceiptSchema},
+      {"session_id", in.session_id},
+      {"engine", {{"name", "evident"}, {"version", in.engine_version}}},
+      {"binding",
+       {{"display_id", b.display_id},
+        {"display_name", b.display_name},
+        {"generation", b.generation},
+        {"app_id", b.app_id},
+        {"app_pid", b.app_pid},
+        {"app_argv_sha256", b.app_argv_sha256},
+        {"attempt_id", b.attempt_id},
+        {"job_sha256", b.job_sha256}}},
+      {"actor", in.actor},
+      {"execution",
+       {{"kind", "external-actions"},
+        {"internal_model_calls", 0},
+        {"claims_authority", "external-caller"}}},
+      {"started_at", format_rfc3339_ms(in.started_wall_ms)},
+      {"frozen_at", format_rfc3339_ms(in.frozen_wall_ms)},
+      {"observed_at", format_rfc3339_ms(in.observed_wall_ms)},
+      {"completed_at", format_rfc3339_ms(in.completed_wall_ms)},
+      {"elapsed_ms", in.elapsed_ms},
+      {"action_count", static_cast<std::int64_t>(in.actions.size())},
+      {"input_event_count", in.input_event_count},
+      {"post_observation_input_event_count", 0},
+      {"transcript", std::move(transcript)},
+      {"stage_transcript_sha256", *stage_sha},
+      {"transcript_sha256", *transcript_sha},
+      {"pre_observation_sha256", in.pre_observation_sha256},
+      {"observation",
+       {{"sha256", in.observation.sha256},
+        {"byte_length", in.observation.byte_length},
+        {"width", in.observation.width},
+        {"height", in.observation.height}}},
+      {"claims", in.claims},
+      {"claims_sha256", *claims_sha},
+  };
+  auto receipt_sha = domain_digest(kDomainReceipt, receipt);
+  if (!receipt_sha.ok()) return receipt_sha.error();
+  receipt["receipt_id"] = "ecr-" + *receipt_sha;
+
+  // Self-check: never hand out a receipt that `evident verify` would reject.
+  VerifyReport report = verify_receipt(receipt, VerifyOptions{});
+  if (!report.ok) {
+    std::string message = "receipt input is malformed; failed checks:";
+    for (const auto& c : report.checks) {
+      if (!c.ok) message += " " + c.name + " (" + c.detail + ")";
+    }
+    return make_error("receipt-invalid", message);
+  }
+  return receipt;
+}
+
+Result<std::string> receipt_file_bytes(const Json& receipt) {
+  auto bytes = canonicalize(receipt);
+  if (!bytes.ok()) return bytes.error();
+  bytes->push_back('\n');
+  return bytes;
+}
+
+Status write_receipt_atomic(const std::string& dir, const Json& receipt) {
+  auto bytes = receipt_file_bytes(receipt);
+  if (!bytes.ok()) return bytes.error();
+  return write_file_atomic(dir + "/" + std::string(kReceiptFileName), *bytes, 0600);
+}
+
+}  // namespace evident

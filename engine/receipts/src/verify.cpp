@@ -1,0 +1,526 @@
+#include "evident/receipts/verify.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "evident/core/clock.h"
+#include "evident/core/fs.h"
+#include "evident/core/sha256.h"
+#include "evident/receipts/jcs.h"
+#include "evident/receipts/receipt.h"
+
+namespace evident {
+namespace {
+
+constexpr std::size_t kMaxSessionActions = 64;
+
+bool is_hex64(const Json& v) {
+  return v.is_string() && is_lower_hex(v.get_ref<const std::string&>(), 64);
+}
+
+bool is_prefixed_id(const Json& v, std::string_view prefix, std::size_t hex_len) {
+  if (!v.is_string()) return false;
+  const auto& s = v.get_ref<const std::string&>();
+  return s.size() == prefix.size() + hex_len && s.compare(0, prefix.size(), prefix) == 0 &&
+         is_lower_hex(std::string_view(s).substr(prefix.size()), hex_len);
+}
+
+bool is_int_at_least(const Json& v, std::int64_t min) {
+  // Booleans are not integers in nlohmann::json, so no special case is needed.
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    return u <= static_cast<std::uint64_t>(kMaxSafeInteger) &&
+           static_cast<std::int64_t>(u) >= min;
+  }
+  if (v.is_number_integer()) {
+    auto i = v.get<std::int64_t>();
+    return i >= min && i <= kMaxSafeInteger;
+  }
+  return false;
+}
+
+bool is_string_len(const Json& v, std::size_t min, std::size_t max) {
+  if (!v.is_string()) return false;
+  auto n = v.get_ref<const std::string&>().size();
+  return n >= min && n <= max;
+}
+
+// Exactly these keys, no others.
+bool has_exact_keys(const Json& v, std::initializer_list<std::string_view> keys) {
+  if (!v.is_object() || v.size() != keys.size()) return false;
+  for (auto k : keys) {
+    if (v.find(std::string(k)) == v.end()) return false;
+  }
+  return true;
+}
+
+const std::set<std::string, std::less<>>& session_action_types() {
+  static const std::set<std::string, std::less<>> kTypes = {
+      "click", "double_click", "triple_click", "move_mouse", "drag", "scroll",
+      "type",  "key",          "hold_key",     "wait",       "screenshot"};
+  return kTypes;
+}
+
+// Returns "" when the event is well-formed, else a description.
+std::string event_schema_problem(const Json& e, std::size_t pos) {
+  const std::string where = "transcript[" + std::to_string(pos) + "]";
+  if (!e.is_object()) return where + " is not an object";
+  auto kind_it = e.find("kind");
+  if (kind_it == e.end() || !kind_it->is_string()) return where + ".kind is missing";
+  const auto& kind = kind_it->get_ref<const std::string&>();
+  auto idx = e.find("index");
+  if (idx == e.end() || !is_int_at_least(*idx, 0)) return where + ".index is not an integer >= 0";
+  if (kind == "initial_frame" || kind == "freeze") {
+    if (!has_exact_keys(e, {"index", "kind", "frame_sha256"})) return where + " has wrong keys";
+    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    return "";
+  }
+  if (kind == "action") {
+    if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
+                            "frame_sha256"})) {
+      return where + " has wrong keys";
+    }
+    const Json& a = e["action"];
+    if (!a.is_string() || !session_action_types().contains(a.get_ref<const std::string&>())) {
+      return where + ".action is not a session action type";
+    }
+    if (!is_hex64(e["projection_sha256"])) return where + ".projection_sha256 is not 64 lowercase hex";
+    const Json& st = e["status"];
+    if (!st.is_string() || (st != "ok" && st != "injected")) {
+      return where + ".status is not \"ok\" or \"injected\"";
+    }
+    if (!e["input"].is_boolean()) return where + ".input is not a boolean";
+    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    return "";
+  }
+  if (kind == "observation") {
+    if (!has_exact_keys(e, {"index", "kind", "frame_sha256", "pre_observation_sha256"})) {
+      return where + " has wrong keys";
+    }
+    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    if (!is_hex64(e["pre_observation_sha256"])) {
+      return where + ".pre_observation_sha256 is not 64 lowercase hex";
+    }
+    return "";
+  }
+  if (kind == "claims") {
+    if (!has_exact_keys(e, {"index", "kind", "claims_sha256", "frame_sha256"})) {
+      return where + " has wrong keys";
+    }
+    if (!is_hex64(e["claims_sha256"])) return where + ".claims_sha256 is not 64 lowercase hex";
+    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    return "";
+  }
+  return where + ".kind is not a known event kind";
+}
+
+// Returns "" when the receipt has the v2 shape (docs/receipts.md, check "schema").
+std::string schema_problem(const Json& r) {
+  if (!r.is_object()) return "receipt is not a JSON object";
+  if (!has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
+                          "started_at", "frozen_at", "observed_at", "completed_at", "elapsed_ms",
+                          "action_count", "input_event_count",
+                          "post_observation_input_event_count", "transcript",
+                          "stage_transcript_sha256", "transcript_sha256",
+                          "pre_observation_sha256", "observation", "claims", "claims_sha256",
+                          "receipt_id"})) {
+    return "receipt does not have exactly the v2 top-level keys";
+  }
+  if (r["schema"] != kReceiptSchema) return "schema is not \"evident.session-receipt/v2\"";
+  if (!is_prefixed_id(r["session_id"], "ses-", 32)) return "session_id is not ses-<32 hex>";
+  const Json& eng = r["engine"];
+  if (!has_exact_keys(eng, {"name", "version"}) || eng["name"] != "evident" ||
+      !is_string_len(eng["version"], 1, 64)) {
+    return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>}";
+  }
+  const Json& b = r["binding"];
+  if (!has_exact_keys(b, {"display_id", "display_name", "generation", "app_id", "app_pid",
+                          "app_argv_sha256", "attempt_id", "job_sha256"})) {
+    return "binding does not have exactly its eight keys";
+  }
+  if (!is_int_at_least(b["display_id"], 0)) return "binding.display_id is not an integer >= 0";
+  if (!is_string_len(b["display_name"], 1, 64)) return "binding.display_name is not 1..64 bytes";
+  if (!is_prefixed_id(b["generation"], "gen-", 32)) return "binding.generation is not gen-<32 hex>";
+  if (!is_prefixed_id(b["app_id"], "app-", 32)) return "binding.app_id is not app-<32 hex>";
+  if (!is_int_at_least(b["app_pid"], 1)) return "binding.app_pid is not an integer >= 1";
+  if (!is_hex64(b["app_argv_sha256"])) return "binding.app_argv_sha256 is not 64 lowercase hex";
+  if (!is_string_len(b["attempt_id"], 1, 256)) return "binding.attempt_id is not 1..256 bytes";
+  if (!is_hex64(b["job_sha256"])) return "binding.job_sha256 is not 64 lowercase hex";
+  const Json& actor = r["actor"];
+  bool actor_ok = false;
+  if (actor.is_object() && actor.contains("kind")) {
+    if (actor["kind"] == "local_user") {
+      actor_ok = has_exact_keys(actor, {"kind", "uid"}) && is_int_at_least(actor["uid"], 0);
+    } else if (actor["kind"] == "in_process") {
+      actor_ok = has_exact_keys(actor, {"kind", "uid", "pid"}) && is_int_at_least(actor["uid"], 0) &&
+                 is_int_at_least(actor["pid"], 1);
+    }
+  }
+  if (!actor_ok) return "actor is not a local_user or in_process actor";
+  const Json& ex = r["execution"];
+  if (!has_exact_keys(ex, {"kind", "internal_model_calls", "claims_authority"}) ||
+      ex["kind"] != "external-actions" || !ex["internal_model_calls"].is_number_integer() ||
+      ex["internal_model_calls"] != 0 || ex["claims_authority"] != "external-caller") {
+    return "execution is not the external-actions constant";
+  }
+  for (const char* k : {"started_at", "frozen_at", "observed_at", "completed_at"}) {
+    if (!r[k].is_string()) return std::string(k) + " is not a string";
+  }
+  for (const char* k :
+       {"elapsed_ms", "action_count", "input_event_count", "post_observation_input_event_count"}) {
+    if (!is_int_at_least(r[k], 0)) return std::string(k) + " is not an integer >= 0";
+  }
+  const Json& t = r["transcript"];
+  if (!t.is_array() || t.size() < 4 || t.size() > kMaxSessionActions + 4) {
+    return "transcript is not an array of 4..68 events";
+  }
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::string p = event_schema_problem(t[i], i);
+    if (!p.empty()) return p;
+  }
+  for (const char* k : {"stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
+                        "claims_sha256"}) {
+    if (!is_hex64(r[k])) return std::string(k) + " is not 64 lowercase hex";
+  }
+  const Json& o = r["observation"];
+  if (!has_exact_keys(o, {"sha256", "byte_length", "width", "height"}) || !is_hex64(o["sha256"]) ||
+      !is_int_at_least(o["byte_length"], 1) || !is_int_at_least(o["width"], 1) ||
+      !is_int_at_least(o["height"], 1)) {
+    return "observation is not {sha256, byte_length>=1, width>=1, height>=1}";
+  }
+  if (!r["claims"].is_object()) return "claims is not an object";
+  if (!is_prefixed_id(r["receipt_id"], "ecr-", 64)) return "receipt_id is not ecr-<64 hex>";
+  return "";
+}
+
+std::string digest_or_empty(std::string_view domain, const Json& v) {
+  auto d = domain_digest(domain, v);
+  return d.ok() ? *d : std::string();
+}
+
+std::string short_hex(const std::string& s) { return s.substr(0, 12) + "…"; }
+
+struct PngInfo {
+  bool ok = false;
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+};
+
+// Reads width/height from the PNG signature and the IHDR chunk that must follow it.
+PngInfo png_ihdr(const std::string& bytes) {
+  static constexpr unsigned char kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  PngInfo info;
+  if (bytes.size() < 33) return info;
+  auto u = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
+  for (int i = 0; i < 8; ++i) {
+    if (u(i) != kSig[i]) return info;
+  }
+  auto be32 = [&](std::size_t i) {
+    return (static_cast<std::uint32_t>(u(i)) << 24) | (static_cast<std::uint32_t>(u(i + 1)) << 16) |
+           (static_cast<std::uint32_t>(u(i + 2)) << 8) | static_cast<std::uint32_t>(u(i + 3));
+  };
+  if (be32(8) != 13 || bytes.compare(12, 4, "IHDR") != 0) return info;
+  info.width = be32(16);
+  info.height = be32(20);
+  info.ok = true;
+  return info;
+}
+
+bool regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+std::vector<std::string> VerifyReport::failed_names() const {
+  std::vector<std::string> names;
+  for (const auto& c : checks) {
+    if (!c.ok) names.push_back(c.name);
+  }
+  return names;
+}
+
+VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
+  VerifyReport report;
+  report.receipt_id = (r.is_object() && r.contains("receipt_id") && r["receipt_id"].is_string())
+                          ? r["receipt_id"]
+                          : Json(nullptr);
+  auto add = [&report](std::string name, bool ok, std::string detail) {
+    report.checks.push_back(VerifyCheck{std::move(name), ok, std::move(detail)});
+  };
+
+  // 1. schema: everything else relies on the shape, so a malformed receipt stops here.
+  std::string problem = schema_problem(r);
+  if (!problem.empty()) {
+    add("schema", false, problem);
+    report.ok = false;
+    return report;
+  }
+  add("schema", true, "evident.session-receipt/v2");
+  const Json& t = r["transcript"];
+
+  // 2. receipt_id
+  {
+    Json body = r;
+    body.erase("receipt_id");
+    std::string want = "ecr-" + digest_or_empty(kDomainReceipt, body);
+    bool ok = want.size() == 68 && r["receipt_id"] == want;
+    add("receipt_id", ok, ok ? "matches" : "recomputed " + want.substr(0, 16) + "…");
+  }
+  // 3. transcript_sha256
+  {
+    std::string want = digest_or_empty(kDomainTranscript, t);
+    bool ok = !want.empty() && r["transcript_sha256"] == want;
+    add("transcript_sha256", ok, ok ? "matches" : "recomputed " + short_hex(want));
+  }
+  // 4. stage_transcript_sha256: events up to and including the first freeze.
+  {
+    std::size_t freeze = t.size();
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t[i]["kind"] == "freeze") { freeze = i; break; }
+    }
+    if (freeze == t.size()) {
+      add("stage_transcript_sha256", false, "no freeze event");
+    } else {
+      Json stage(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(freeze + 1));
+      std::string want = digest_or_empty(kDomainStageTranscript, stage);
+      bool ok = !want.empty() && r["stage_transcript_sha256"] == want;
+      add("stage_transcript_sha256", ok, ok ? "matches" : "recomputed " + short_hex(want));
+    }
+  }
+  // 5. claims_sha256
+  {
+    auto bytes = canonicalize(r["claims"]);
+    std::string want = digest_or_empty(kDomainClaims, r["claims"]);
+    std::string detail;
+    if (!bytes.ok() || want.empty()) {
+      detail = "claims are not canonicalizable";
+    } else if (bytes->size() > kMaxClaimsCanonicalBytes) {
+      detail = "claims are " + std::to_string(bytes->size()) + " bytes canonical (limit 16384)";
+    } else if (r["claims_sha256"] != want) {
+      detail = "claims_sha256 differs from recomputed " + short_hex(want);
+    } else {
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        if (t[i]["kind"] == "claims" && t[i]["claims_sha256"] != want) {
+          detail = "transcript[" + std::to_string(i) + "].claims_sha256 differs";
+          break;
+        }
+      }
+    }
+    add("claims_sha256", detail.empty(), detail.empty() ? "matches" : detail);
+  }
+  // 6. event_order: contiguous indices and initial_frame action{0,64} freeze observation claims.
+  {
+    std::string detail;
+    for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
+      if (!is_int_at_least(t[i]["index"], 0) || t[i]["index"].get<std::int64_t>() !=
+                                                     static_cast<std::int64_t>(i)) {
+        detail = "transcript[" + std::to_string(i) + "].index is not " + std::to_string(i);
+      }
+    }
+    if (detail.empty()) {
+      const std::size_t n = t.size();
+      bool ok = t[0]["kind"] == "initial_frame" && t[n - 3]["kind"] == "freeze" &&
+                t[n - 2]["kind"] == "observation" && t[n - 1]["kind"] == "claims";
+      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = t[i]["kind"] == "action";
+      if (!ok) detail = "kinds are not initial_frame, action*, freeze, observation, claims";
+    }
+    add("event_order", detail.empty(),
+        detail.empty() ? std::to_string(t.size()) + " events in order" : detail);
+  }
+  // 7. counters
+  {
+    std::int64_t actions = 0;
+    std::int64_t with_input = 0;
+    for (const auto& e : t) {
+      if (e["kind"] == "action") {
+        ++actions;
+        if (e["input"] == true) ++with_input;
+      }
+    }
+    const std::int64_t action_count = r["action_count"].get<std::int64_t>();
+    const std::int64_t input_events = r["input_event_count"].get<std::int64_t>();
+    std::string detail;
+    if (action_count != actions) {
+      detail = "action_count " + std::to_string(action_count) + " but " + std::to_string(actions) +
+               " action events";
+    } else if (input_events < with_input) {
+      detail = "input_event_count " + std::to_string(input_events) + " < " +
+               std::to_string(with_input) + " actions with input";
+    } else if (with_input == 0 && input_events != 0) {
+      detail = "input_event_count is not 0 although no action had input";
+    }
+    add("counters", detail.empty(), detail.empty() ? "consistent with events" : detail);
+  }
+  // 8. post_observation_input_event_count
+  {
+    bool ok = r["post_observation_input_event_count"] == 0;
+    add("post_observation_input_event_count", ok, ok ? "0" : "not 0");
+  }
+  // 9. timestamps
+  {
+    std::string detail;
+    std::int64_t prev = -1;
+    for (const char* k : {"started_at", "frozen_at", "observed_at", "completed_at"}) {
+      std::int64_t ms = 0;
+      const auto& s = r[k].get_ref<const std::string&>();
+      if (!parse_rfc3339_ms(s, &ms) || ms < 0 || ms > 253402300799999) {
+        detail = std::string(k) + " is not YYYY-MM-DDTHH:MM:SS.mmmZ (1970..9999)";
+        break;
+      }
+      if (ms < prev) {
+        detail = std::string(k) + " is earlier than the previous timestamp";
+        break;
+      }
+      prev = ms;
+    }
+    add("timestamps", detail.empty(), detail.empty() ? "well-formed and ordered" : detail);
+  }
+  // 10. observation_digest
+  {
+    const Json& obs = r["observation"]["sha256"];
+    std::string detail;
+    int observations = 0;
+    int claims = 0;
+    for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
+      const Json& e = t[i];
+      if (e["kind"] == "observation") {
+        ++observations;
+        if (e["frame_sha256"] != obs) detail = "observation event frame differs from observation";
+        else if (e["pre_observation_sha256"] != r["pre_observation_sha256"])
+          detail = "observation event pre_observation_sha256 differs";
+      } else if (e["kind"] == "claims") {
+        ++claims;
+        if (e["frame_sha256"] != obs) detail = "claims event frame differs from observation";
+      }
+    }
+    if (detail.empty() && (observations == 0 || claims == 0)) {
+      detail = "no observation or no claims event";
+    }
+    add("observation_digest", detail.empty(), detail.empty() ? "matches" : detail);
+  }
+  // 11. frames
+  if (!options.frames_dir.empty()) {
+    std::set<std::string> wanted;
+    for (const auto& e : t) wanted.insert(e["frame_sha256"].get<std::string>());
+    const std::string& obs = r["observation"]["sha256"].get_ref<const std::string&>();
+    wanted.insert(obs);
+    std::string detail;
+    for (const auto& h : wanted) {
+      std::string path = options.frames_dir + "/" + h + ".png";
+      if (!regular_file(path)) { detail = "missing frame " + h + ".png"; break; }
+      auto bytes = read_file(path, kMaxFrameFileBytes);
+      if (!bytes.ok()) { detail = "unreadable frame " + h + ".png"; break; }
+      if (sha256_hex(*bytes) != h) { detail = "frame " + h + ".png does not hash to its name"; break; }
+      if (h == obs) {
+        PngInfo info = png_ihdr(*bytes);
+        if (static_cast<std::int64_t>(bytes->size()) != r["observation"]["byte_length"]) {
+          detail = "observed frame byte_length differs"; break;
+        }
+        if (!info.ok) { detail = "observed frame is not a PNG with IHDR"; break; }
+        if (info.width != r["observation"]["width"] || info.height != r["observation"]["height"]) {
+          detail = "observed frame width/height differ from its IHDR"; break;
+        }
+      }
+    }
+    add("frames", detail.empty(),
+        detail.empty() ? std::to_string(wanted.size()) + " frames present and hashed" : detail);
+  }
+  // 12. png
+  if (!options.png_path.empty()) {
+    std::string detail;
+    auto bytes = regular_file(options.png_path) ? read_file(options.png_path, kMaxFrameFileBytes)
+                                                : Result<std::string>(make_error("fs-error", ""));
+    if (!bytes.ok()) detail = "cannot read the --png file";
+    else if (sha256_hex(*bytes) != r["observation"]["sha256"]) detail = "the --png file is not the observed frame";
+    add("png", detail.empty(), detail.empty() ? "is the observed frame" : detail);
+  }
+  // 13. expect_job
+  if (!options.expect_job_sha256.empty()) {
+    std::string want = options.expect_job_sha256;
+    std::transform(want.begin(), want.end(), want.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    bool ok = r["binding"]["job_sha256"] == want;
+    add("expect_job", ok, ok ? "binding.job_sha256 matches" : "binding.job_sha256 differs");
+  }
+  // 14. expect_uid
+  if (options.expect_uid.has_value()) {
+    bool ok = r["actor"]["uid"] == *options.expect_uid;
+    add("expect_uid", ok, ok ? "actor.uid matches" : "actor.uid differs");
+  }
+
+  report.ok = std::all_of(report.checks.begin(), report.checks.end(),
+                          [](const VerifyCheck& c) { return c.ok; });
+  return report;
+}
+
+Result<Json> load_receipt_file(const std::string& path) {
+  if (!regular_file(path)) {
+    return make_error("receipt-unreadable", "receipt file does not exist or is not a regular file");
+  }
+  auto text = read_file(path, kMaxReceiptFileBytes);
+  if (!text.ok()) {
+    return make_error("receipt-unreadable", "cannot read the receipt file: " + text.error().message);
+  }
+  return parse_json_strict(*text, kMaxReceiptFileBytes, "receipt-json");
+}
+
+int run_verify_command(const std::string& path, const VerifyOptions& options, bool json,
+                       std::ostream& out) {
+  auto fail = [&](const std::string& code, const std::string& message, int status) {
+    if (json) {
+      out << dump_json(Json{{"ok", false},
+                            {"error", {{"code", code}, {"message", message}, {"retryable", false}}}})
+          << "\n";
+    } else {
+      out << "error: " << message << " (" << code << ")\n";
+    }
+    return status;
+  };
+  if (!options.expect_job_sha256.empty()) {
+    std::string lower = options.expect_job_sha256;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!is_lower_hex(lower, 64)) {
+      return fail("verify-usage", "--expect-job must be 64 hex characters", 2);
+    }
+  }
+  auto receipt = load_receipt_file(path);
+  if (!receipt.ok()) return fail(receipt.error().code, receipt.error().message, 1);
+
+  VerifyReport report = verify_receipt(*receipt, options);
+  Json checks = Json::array();
+  for (const auto& c : report.checks) {
+    checks.push_back(Json{{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+  }
+  std::string failed;
+  for (const auto& n : report.failed_names()) failed += (failed.empty() ? "" : ", ") + n;
+  if (json) {
+    Json result{{"ok", report.ok}, {"receipt_id", report.receipt_id}, {"checks", checks}};
+    if (!report.ok) {
+      result["error"] = Json{{"code", "verify-failed"},
+                             {"message", "failed checks: " + failed},
+                             {"retryable", false}};
+    }
+    out << dump_json(result) << "\n";
+  } else {
+    out << "receipt " << (report.receipt_id.is_string() ? report.receipt_id.get<std::string>()
+                                                         : std::string("(no receipt_id)"))
+        << "\n";
+    for (const auto& c : report.checks) {
+      out << "  " << (c.ok ? "ok  " : "FAIL") << "  " << c.name << ": " << c.detail << "\n";
+    }
+    if (report.ok) {
+      out << "verified: all " << report.checks.size() << " checks passed\n";
+    } else {
+      out << "verification failed: " << failed << "\n";
+    }
+  }
+  return report.ok ? 0 : 1;
+}
+
+}  // namespace evident
