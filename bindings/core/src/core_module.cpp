@@ -1,0 +1,123 @@
+// evident._core: the in-process bridge from Python to evident::Engine. Deliberately tiny: one
+// JSON-in/JSON-out call (the same envelope the daemon speaks), so Python and the daemon expose
+// exactly the same operations, limits and error codes. The GIL is released for the whole call so
+// other Python threads (and Ctrl-C handling in the main thread) keep running during long waits.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <unistd.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "evident/core/json.h"
+#include "evident/service/engine.h"
+#ifdef EVIDENT_HAVE_RECEIPTS
+#include "evident/receipts/verify.h"
+#endif
+
+namespace py = pybind11;
+
+namespace {
+
+// Owns one evident::Engine. After close() every call answers `engine-closed` instead of crashing,
+// so a Python object that outlives its `with` block fails politely.
+class PyEngine {
+ public:
+  PyEngine(const std::string& state_dir, const std::string& runtime_dir) {
+    evident::EngineOptions options;
+    options.state_dir = state_dir;
+    options.runtime_dir = runtime_dir;
+    engine_ = std::make_shared<evident::Engine>(std::move(options));
+  }
+
+  std::string call(const std::string& request_json) {
+    std::shared_ptr<evident::Engine> engine;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      engine = engine_;
+    }
+    if (!engine) {
+      return evident::dump_json(evident::error_response(
+          evident::make_error("engine-closed", "this Engine was closed; create a new one")));
+    }
+    // Resolved here, never taken from request fields (contract §1).
+    evident::Actor actor{evident::Actor::Kind::kInProcess, static_cast<unsigned>(::getuid()),
+                         static_cast<int>(::getpid())};
+    evident::Json reply = engine->call(actor, std::string_view(request_json));
+    return evident::dump_json(reply);
+  }
+
+  // Stops everything owned; idempotent. Waits for calls in flight (they hold a reference).
+  void close() {
+    std::shared_ptr<evident::Engine> engine;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      engine.swap(engine_);
+    }
+    if (engine) engine->shutdown();
+  }
+
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !engine_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<evident::Engine> engine_;
+};
+
+#ifdef EVIDENT_HAVE_RECEIPTS
+// The C++ verifier (same checks as `evident verify`), result as the CLI's JSON.
+std::string verify_receipt_file(const std::string& path, const std::string& frames_dir,
+                                const std::string& png_path, const std::string& expect_job,
+                                std::optional<std::int64_t> expect_uid) {
+  evident::Json out;
+  auto loaded = evident::load_receipt_file(path);
+  if (!loaded.ok()) {
+    return evident::dump_json(evident::error_response(loaded.error()));
+  }
+  evident::VerifyOptions options;
+  options.frames_dir = frames_dir;
+  options.png_path = png_path;
+  options.expect_job_sha256 = expect_job;
+  options.expect_uid = expect_uid;
+  evident::VerifyReport report = evident::verify_receipt(*loaded, options);
+  out["ok"] = report.ok;
+  out["receipt_id"] = report.receipt_id;
+  out["checks"] = evident::Json::array();
+  for (const auto& check : report.checks) {
+    out["checks"].push_back({{"name", check.name}, {"ok", check.ok}, {"detail", check.detail}});
+  }
+  return evident::dump_json(out);
+}
+#endif
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "Private bridge to the Evident C++ engine; use the `evident` package instead.";
+  m.attr("version") = EVIDENT_PY_VERSION;
+  m.attr("max_request_bytes") = evident::Engine::kMaxRequestBytes;
+
+  py::class_<PyEngine>(m, "Engine")
+      .def(py::init<const std::string&, const std::string&>(), py::arg("state_dir") = "",
+           py::arg("runtime_dir") = "")
+      .def("call", &PyEngine::call, py::arg("request_json"),
+           py::call_guard<py::gil_scoped_release>(),
+           "One request envelope {\"op\",\"args\"} as JSON text; returns the JSON reply text.")
+      .def("close", &PyEngine::close, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("closed", &PyEngine::closed);
+
+#ifdef EVIDENT_HAVE_RECEIPTS
+  m.def("verify_receipt_file", &verify_receipt_file, py::arg("path"), py::arg("frames_dir") = "",
+        py::arg("png_path") = "", py::arg("expect_job_sha256") = "",
+        py::arg("expect_uid") = std::nullopt, py::call_guard<py::gil_scoped_release>());
+  m.attr("has_verify") = true;
+#else
+  m.attr("has_verify") = false;
+#endif
+}

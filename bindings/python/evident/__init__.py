@@ -1,0 +1,43 @@
+"""Evident from Python: owned X displays, native input, exact frames and verified receipts.
+
+The engine runs inside this process (the compiled ``evident._core``); no daemon is needed::
+
+    import evident
+    from evident import actions as a
+
+    with evident.Engine() as engine, engine.create_display(800, 600) as display:
+        app = display.launch(["xterm"], wait_window_ms=5000)
+        display.actions([a.click(100, 100), a.type("echo hi\\n")], settle=True)
+        png = display.screenshot()          # PNG bytes; png.image() is a Pillow image
+
+See docs/python.md for the whole API and the pytest plugin (fixtures ``evident_display``,
+``evident_app``, ``evident_actions``, ``evident_evidence``).
+"""
+from __future__ import annotations
+
+from . import actions
+from ._version import __version__
+from .actions import ActionResult, BatchResult, Observation, PngInfo
+from .app import App
+from .display import Display, DisplayStatus, Png
+from .engine import Engine
+from .errors import (ActionError, AppError, DisplayError, EngineError, EvidentError,
+                     ReceiptError, SessionError, UsageError, error_class_for)
+from .session import Session
+from .verification import Verification, VerifyCheck, verify_receipt
+
+__all__ = [
+    "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Session",
+    "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
+    "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
+    "ActionError", "SessionError", "ReceiptError", "error_class_for", "Client",
+]
+
+
+def __getattr__(name: str):
+    # The daemon client is optional and imported on first use.
+    if name == "Client":
+        from .client import Client
+
+        return Client
+    raise AttributeError(f"module 'evident' has no attribute {name!r}")

@@ -1,0 +1,90 @@
+"""Runs engine calls so that Ctrl-C stays responsive.
+
+The C++ call releases the GIL. When it is made from the main thread we run it on a worker thread
+and wait for it in short slices: a ``KeyboardInterrupt`` is then delivered to the caller promptly
+instead of after the whole batch. What happens to the interrupted request is documented in
+docs/python.md ("Ctrl-C"): the engine finishes input that is already in flight, releases every
+held key and button itself, and the Python side aborts the session (if any) as soon as the
+in-flight request returns.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, List, Optional
+
+_SLICE_S = 0.05
+
+
+class PendingCall:
+    """A request running on a worker thread."""
+
+    __slots__ = ("done", "result", "exc", "_callbacks", "_lock")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: Optional[str] = None
+        self.exc: Optional[BaseException] = None
+        self._callbacks: List[Callable[["PendingCall"], None]] = []
+        self._lock = threading.Lock()
+
+    def add_done_callback(self, fn: Callable[["PendingCall"], None]) -> None:
+        """Runs ``fn(self)`` when the call completes (immediately if it already has)."""
+        with self._lock:
+            if not self.done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def _finish(self) -> None:
+        with self._lock:
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            try:
+                fn(self)
+            except Exception:  # noqa: BLE001 - cleanup callbacks must not kill the worker
+                pass
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def run_interruptible(fn: Callable[[str], str], text: str,
+                      on_interrupt: Optional[Callable[[PendingCall], None]] = None,
+                      track: Optional[Callable[[PendingCall, bool], None]] = None) -> str:
+    """Calls ``fn(text)``; from the main thread, on a worker so Ctrl-C interrupts the wait.
+
+    On ``KeyboardInterrupt`` the request keeps running to completion on its worker (the engine
+    cannot un-send input that is already in flight); ``on_interrupt(pending)`` is called so the
+    caller can schedule cleanup, and the interrupt propagates.
+    """
+    if not _in_main_thread():
+        return fn(text)
+    pending = PendingCall()
+
+    def worker() -> None:
+        try:
+            pending.result = fn(text)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            pending.exc = e
+        finally:
+            pending._finish()
+            if track is not None:
+                track(pending, False)
+
+    t = threading.Thread(target=worker, name="evident-call", daemon=True)
+    if track is not None:
+        track(pending, True)
+    t.start()
+    try:
+        while not pending.done.wait(_SLICE_S):
+            pass
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt(pending)
+        raise
+    if pending.exc is not None:
+        raise pending.exc
+    assert pending.result is not None
+    return pending.result

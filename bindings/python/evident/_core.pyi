@@ -1,0 +1,18 @@
+# Type stubs for the private compiled module evident._core (bindings/core/src/core_module.cpp).
+from typing import Optional
+
+version: str
+max_request_bytes: int
+has_verify: bool
+
+class Engine:
+    def __init__(self, state_dir: str = "", runtime_dir: str = "") -> None: ...
+    def call(self, request_json: str) -> str:
+        """One envelope {"op","args"} as JSON text -> the reply as JSON text. Releases the GIL."""
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
+def verify_receipt_file(path: str, frames_dir: str = "", png_path: str = "",
+                        expect_job_sha256: str = "", expect_uid: Optional[int] = None) -> str:
+    """The C++ verifier (present when has_verify is True); returns the CLI's JSON text."""

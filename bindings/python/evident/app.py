@@ -1,0 +1,72 @@
+"""``evident.App``: a process the engine launched on one display generation."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+
+from .errors import AppError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .display import Display
+    from .engine import Engine
+
+__all__ = ["App"]
+
+
+class App:
+    """``app_id``, ``pid``, ``argv_sha256``, bound to ``display_id``/``generation``.
+
+    Context manager: stops the app on exit (TERM, then KILL after a bound; reaped).
+    """
+
+    def __init__(self, engine: "Engine", obj: Mapping[str, Any],
+                 display: Optional["Display"] = None) -> None:
+        self.engine = engine
+        self.app_id: str = str(obj["app_id"])
+        self.display_id: int = int(obj.get("display_id", display.id if display else -1))
+        self.generation: str = str(obj.get("generation", display.generation if display else ""))
+        self.pid: int = int(obj.get("pid", 0))
+        self.argv_sha256: str = str(obj.get("argv_sha256", ""))
+        self.display = display
+        self.raw: Dict[str, Any] = dict(obj)
+        self.exit_status: Optional[Any] = None
+
+    id = property(lambda self: self.app_id)
+
+    def info(self) -> Optional[Dict[str, Any]]:
+        """This app's entry in ``app list`` (None if the engine no longer lists it)."""
+        for a in self.engine.apps():
+            if a.get("app_id") == self.app_id:
+                return a
+        return None
+
+    @property
+    def alive(self) -> bool:
+        """Liveness as the engine sees it now (probed on every access)."""
+        entry = self.info()
+        if entry is None:
+            return False
+        for k in ("alive", "live", "running"):
+            if k in entry:
+                return bool(entry[k])
+        state = entry.get("state") or entry.get("status")
+        return state in ("running", "alive", "live")
+
+    def stop(self) -> Any:
+        """Stops and reaps the app; returns its exit status (as the engine reports it)."""
+        reply = self.engine.call("app.stop", {"app_id": self.app_id})
+        self.exit_status = reply.get("exit_status")
+        return self.exit_status
+
+    def __enter__(self) -> "App":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.exit_status is not None or self.engine.closed:
+            return
+        try:
+            self.stop()
+        except AppError:
+            pass  # already stopped or its display is gone
+
+    def __repr__(self) -> str:
+        return f"<evident.App {self.app_id} pid={self.pid} display={self.display_id}>"

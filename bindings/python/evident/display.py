@@ -1,0 +1,179 @@
+"""``evident.Display``: an Xvfb display owned by the engine, named by (id, generation)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+
+from .actions import ActionHelpers, BatchResult, PngInfo, Settle
+from .errors import DisplayError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app import App
+    from .engine import Engine
+    from .session import Session
+
+__all__ = ["Display", "DisplayStatus", "Png"]
+
+
+class Png(bytes):
+    """PNG bytes, with the engine's metadata (``sha256``, ``width``, ``height``, ``path``)."""
+
+    info: Optional[PngInfo]
+
+    def __new__(cls, data: bytes, info: Optional[PngInfo] = None) -> "Png":
+        obj = super().__new__(cls, data)
+        obj.info = info
+        return obj
+
+    @property
+    def sha256(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(self).hexdigest()
+
+    @property
+    def width(self) -> int:
+        return int.from_bytes(self[16:20], "big")
+
+    @property
+    def height(self) -> int:
+        return int.from_bytes(self[20:24], "big")
+
+    def image(self):
+        """The PNG decoded by Pillow (``PIL.Image.Image``, mode RGB). Requires python3-pil."""
+        try:
+            from PIL import Image
+        except ImportError as e:  # pragma: no cover - Pillow is a Debian package here
+            raise ImportError("Png.image() needs Pillow (Debian: python3-pil)") from e
+        import io
+
+        img = Image.open(io.BytesIO(bytes(self)))
+        img.load()
+        return img
+
+    def save(self, path: str) -> str:
+        with open(path, "wb") as f:
+            f.write(self)
+        return path
+
+
+@dataclass(frozen=True)
+class DisplayStatus:
+    """``display status``: readiness layers probed fresh (``unknown`` counts as not ready)."""
+
+    ready: bool
+    layers: List[Dict[str, Any]]
+
+    def layer(self, name: str) -> Optional[Dict[str, Any]]:
+        return next((x for x in self.layers if x.get("name") == name), None)
+
+
+class Display(ActionHelpers):
+    """An owned display. Every operation names its exact ``generation``; once destroyed, every
+    call raises ``DisplayError("display-generation-mismatch")`` (or ``display-not-found``).
+
+    Context manager: destroys the display (and its apps) on exit.
+    """
+
+    def __init__(self, engine: "Engine", obj: Mapping[str, Any]) -> None:
+        self.engine = engine
+        self.id: int = int(obj["id"])
+        self.name: str = str(obj.get("name", f":{self.id}"))
+        self.generation: str = str(obj["generation"])
+        self.width: int = int(obj.get("width", 0))
+        self.height: int = int(obj.get("height", 0))
+        self.raw: Dict[str, Any] = dict(obj)
+        self._destroyed = False
+
+    def _ref(self) -> Dict[str, Any]:
+        return {"display_id": self.id, "generation": self.generation}
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def destroy(self) -> Dict[str, Any]:
+        """Stops the display's apps, then the display (exact generation)."""
+        reply = self.engine.call("display.destroy", self._ref())
+        self._destroyed = True
+        return reply
+
+    @property
+    def destroyed(self) -> bool:
+        return self._destroyed
+
+    def status(self) -> DisplayStatus:
+        reply = self.engine.call("display.status", self._ref())
+        return DisplayStatus(bool(reply.get("ready")), list(reply.get("layers", [])))
+
+    def __enter__(self) -> "Display":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._destroyed or self.engine.closed:
+            return
+        try:
+            self.destroy()
+        except DisplayError:
+            # Already gone (e.g. destroyed by someone holding the same id); nothing to clean.
+            self._destroyed = True
+
+    # -- frames -----------------------------------------------------------------------------
+    def screenshot(self, out: Optional[str] = None) -> Png:
+        """One full-display PNG as bytes (a :class:`Png`; ``.image()`` gives a Pillow image).
+
+        With ``out``, the file is kept there; otherwise a private temporary file is used and
+        removed.
+        """
+        if out is not None:
+            reply = self.engine.call("display.screenshot", {**self._ref(), "out": str(out)})
+            info = PngInfo.from_json(reply.get("png"))
+            with open(out, "rb") as f:
+                return Png(f.read(), info)
+        with tempfile.TemporaryDirectory(prefix="evident-shot-") as d:
+            path = os.path.join(d, "frame.png")
+            reply = self.engine.call("display.screenshot", {**self._ref(), "out": path})
+            info = PngInfo.from_json(reply.get("png"))
+            with open(path, "rb") as f:
+                data = f.read()
+        if info is not None:
+            info = PngInfo(None, info.sha256, info.byte_length, info.width, info.height)
+        return Png(data, info)
+
+    def image(self):
+        """Shortcut for ``screenshot().image()``."""
+        return self.screenshot().image()
+
+    # -- apps -------------------------------------------------------------------------------
+    def launch(self, argv: Sequence[str], *, wait_window_ms: Optional[int] = None) -> "App":
+        """Launches ``argv`` on this display (DISPLAY/XAUTHORITY set, own process group)."""
+        from .app import App
+
+        args: Dict[str, Any] = {**self._ref(), "argv": [str(a) for a in argv]}
+        if wait_window_ms is not None:
+            args["wait_window_ms"] = int(wait_window_ms)
+        reply = self.engine.call("app.launch", args)
+        return App(self.engine, reply["app"], display=self)
+
+    # -- actions ----------------------------------------------------------------------------
+    def actions(self, actions: Sequence[Mapping[str, Any]], *, observe: str = "pixels",
+                settle: Settle = False, coordinate_space: str = "pixel") -> BatchResult:
+        """Runs one action batch outside a session (contract §4); refused while a session holds
+        this display. Results are data; a refused batch raises ``ActionError``/``UsageError``.
+        """
+        request: Dict[str, Any] = {"actions": [dict(a) for a in actions], "observe": observe,
+                                   "settle": settle, "coordinate_space": coordinate_space}
+        reply = self.engine.call("cu.actions", {**self._ref(), "request": request})
+        return BatchResult.from_json(reply)
+
+    # -- sessions ---------------------------------------------------------------------------
+    def session(self, app: "App | str", *, attempt_id: Optional[str] = None,
+                job_sha256: Optional[str] = None) -> "Session":
+        """Begins a session on this display bound to ``app`` (see :class:`evident.Session`)."""
+        from .session import Session
+
+        return Session.begin(self.engine, self, app, attempt_id=attempt_id,
+                             job_sha256=job_sha256)
+
+    def __repr__(self) -> str:
+        return (f"<evident.Display {self.name} {self.width}x{self.height} "
+                f"{self.generation[:12]}…{' destroyed' if self._destroyed else ''}>")

@@ -1,0 +1,152 @@
+"""``evident.Engine``: the in-process engine (no daemon needed).
+
+Every operation goes through one JSON request envelope ``{"op": ..., "args": {...}}``, the same
+one the daemon speaks, so Python has exactly the operations, limits and error codes of the CLI.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from ._call import PendingCall, run_interruptible
+from .errors import EngineError, EvidentError, error_from_reply
+
+__all__ = ["Engine", "load_core"]
+
+
+def load_core():
+    """Imports the compiled ``evident._core`` extension (raises ImportError with a remedy)."""
+    try:
+        from . import _core  # type: ignore[attr-defined]
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise ImportError(
+            "evident._core (the compiled engine) is not importable: install the package "
+            "(/usr/bin/python3 -m pip install --no-build-isolation --break-system-packages .) or "
+            "build it (cmake --build build --target _core) and put build/bindings/core on "
+            f"PYTHONPATH. Cause: {e}") from e
+    return _core
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class Engine:
+    """Owns displays, apps and sessions for this process; destroys all of them on ``close()``.
+
+    ``Engine(state_dir=None, runtime_dir=None)``: ``state_dir`` keeps session evidence (frames and
+    ``receipt.json``) and persists; ``runtime_dir`` is private scratch. Both default to the
+    engine's per-user defaults. Use as a context manager::
+
+        with evident.Engine() as engine, engine.create_display(800, 600) as display:
+            ...
+    """
+
+    def __init__(self, state_dir: Optional[str] = None, runtime_dir: Optional[str] = None, *,
+                 backend: Any = None) -> None:
+        if backend is None:
+            core = load_core()
+            backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
+        self._backend = backend
+        self._lock = threading.Lock()
+        self._inflight: "set[PendingCall]" = set()
+        self._idle = threading.Condition(self._lock)
+        self._closed = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _track(self, pending: PendingCall, started: bool) -> None:
+        with self._lock:
+            if started:
+                self._inflight.add(pending)
+            else:
+                self._inflight.discard(pending)
+                self._idle.notify_all()
+
+    def request(self, op: str, args: Optional[Dict[str, Any]] = None, *, on_interrupt=None
+                ) -> Dict[str, Any]:
+        """Sends one envelope and returns the reply object as is (``ok`` true or false)."""
+        if self._closed:
+            raise EngineError("engine-closed", "this Engine was closed; create a new one")
+        text = _dumps({"op": op, "args": args or {}})
+        reply_text = run_interruptible(self._backend.call, text, on_interrupt=on_interrupt,
+                                       track=self._track)
+        reply = json.loads(reply_text)
+        if not isinstance(reply, dict) or "ok" not in reply:
+            raise EngineError("engine-reply", f"malformed engine reply to {op}")
+        return reply
+
+    def call(self, op: str, args: Optional[Dict[str, Any]] = None, *, on_interrupt=None
+             ) -> Dict[str, Any]:
+        """Like :meth:`request` but raises the mapped :class:`EvidentError` on ``ok: false``."""
+        reply = self.request(op, args, on_interrupt=on_interrupt)
+        if reply.get("ok") is not True:
+            raise error_from_reply(reply)
+        return reply
+
+    # -- operations -------------------------------------------------------------------------
+    def ping(self) -> Dict[str, Any]:
+        """``{"ok": true, "version", "pid"}``."""
+        return self.call("ping")
+
+    def create_display(self, width: int = 1280, height: int = 800, depth: int = 24,
+                       dpi: int = 96) -> "Display":
+        """Starts an owned display and waits until it is ready (contract §3)."""
+        from .display import Display
+
+        reply = self.call("display.create",
+                          {"width": width, "height": height, "depth": depth, "dpi": dpi})
+        return Display(self, reply["display"])
+
+    def displays(self) -> List["Display"]:
+        """The displays this engine owns."""
+        from .display import Display
+
+        return [Display(self, d) for d in self.call("display.list")["displays"]]
+
+    def apps(self) -> List[Dict[str, Any]]:
+        """The apps this engine launched, with their liveness, as the engine reports them."""
+        return list(self.call("app.list")["apps"])
+
+    def begin_session(self, display: "Display", app: "Union[App, str]", *,
+                      attempt_id: Optional[str] = None, job_sha256: Optional[str] = None
+                      ) -> "Session":
+        """Begins a session (contract §5) on ``display`` bound to ``app``."""
+        from .session import Session
+
+        return Session.begin(self, display, app, attempt_id=attempt_id, job_sha256=job_sha256)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Aborts sessions, stops apps, destroys displays. Idempotent.
+
+        Waits for requests still in flight on worker threads (for example one interrupted by
+        Ctrl-C) so their input completes and is released before the engine shuts down.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._idle.wait_for(lambda: not self._inflight, timeout=timeout)
+        self._backend.close()
+
+    shutdown = close
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<evident.Engine {'closed' if self._closed else 'open'}>"
+
+
+# Late imports for type names only.
+from .app import App  # noqa: E402
+from .display import Display  # noqa: E402
+from .session import Session  # noqa: E402

@@ -1,0 +1,387 @@
+"""The Evident pytest plugin (entry point ``pytest11: evident``; or ``-p evident.pytest_plugin``).
+
+Fixtures
+  ``evident_engine``          one in-process :class:`evident.Engine` per worker (session scope)
+  ``evident_display``         a fresh owned display per test, sized by ``@pytest.mark.evident_display(
+                              width=, height=, depth=, dpi=)`` or ``--evident-display-size=WxH``
+  ``evident_worker_display``  one display shared by all tests of a worker (faster, less isolated)
+  ``evident_app``             launcher: ``evident_app(["cmd", ...], wait_window_ms=5000)`` -> App,
+                              stopped at teardown
+  ``evident_actions``         action helpers bound to ``evident_display`` (click, type, key, ...)
+  ``evident_evidence``        the test's evidence recorder: frames, sessions and receipts under
+                              ``--evident-dir/<test id>/``
+
+On a failure (setup or call), the plugin captures a final frame of every display the test holds
+and adds an "evident" section to the report with the last frame and the receipt paths (also as
+``user_properties``: ``evident_last_frame``, ``evident_receipt``, ``evident_dir``).
+``--evident-keep=on-failure`` deletes the evidence of passing tests.
+
+Safe under pytest-xdist: every worker process has its own engine and displays (Xvfb picks display
+numbers atomically with ``-displayfd``), and evidence paths are per test id.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pytest
+
+from .actions import ActionHelpers, BatchResult, Settle
+from .app import App
+from .display import Display, Png
+from .engine import Engine
+from .errors import EvidentError
+from .session import Session
+
+DEFAULT_SIZE = (1024, 768)
+_RECORDER_KEY = pytest.StashKey["Recorder"]()
+_PHASES_KEY = pytest.StashKey[Dict[str, str]]()
+
+
+# ------------------------------------------------------------------------------------------------
+# options and markers
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evident", "Evident displays and evidence")
+    group.addoption("--evident-dir", default="evidence", metavar="DIR",
+                    help="where per-test evidence (frames, receipts) goes (default: ./evidence)")
+    group.addoption("--evident-keep", default="always", choices=("always", "on-failure"),
+                    help="keep evidence of every test (always) or only of failing ones")
+    group.addoption("--evident-display-size", default=None, metavar="WxH",
+                    help=f"default display size (default: {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "evident_display(width=None, height=None, depth=24, dpi=96): size of the test's "
+        "evident_display")
+
+
+def _parse_size(text: Optional[str]) -> Tuple[int, int]:
+    if not text:
+        return DEFAULT_SIZE
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m:
+        raise pytest.UsageError(f"--evident-display-size must be WxH, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def worker_id() -> str:
+    """``gw0``, ``gw1``... under pytest-xdist, else ``main``."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def sanitize_node_id(nodeid: str) -> str:
+    """A file-name-safe, unique, bounded name for a test id."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._") or "test"
+    if len(safe) > 120 or safe != nodeid:
+        digest = hashlib.sha256(nodeid.encode("utf-8")).hexdigest()[:10]
+        safe = f"{safe[:120]}-{digest}"
+    return safe
+
+
+def evidence_root(config: pytest.Config) -> Path:
+    root = Path(config.getoption("evident_dir"))
+    if not root.is_absolute():
+        root = Path(config.invocation_params.dir) / root
+    return root
+
+
+# ------------------------------------------------------------------------------------------------
+# the evidence recorder
+
+class Recorder:
+    """Keeps a test's frames and receipts under ``dir`` (created on first use).
+
+    * ``frame(display)``: captures a PNG now and makes it the test's last frame.
+    * ``session(app, display=...)``: begins a :class:`Session`; when it closes, its receipt and
+      frames are copied here (``session-N/``). If the ``with`` block raises while the session
+      can still finish, the recorder finishes it with claims ``{"outcome": "error", ...}`` so a
+      failing test still has a receipt.
+    * ``verify(session)``: verifies a receipt with every available verifier and records the result.
+    """
+
+    def __init__(self, nodeid: str, path: Path, engine_getter: Callable[[], Engine]) -> None:
+        self.nodeid = nodeid
+        self.dir = path
+        self._engine_getter = engine_getter
+        self.frames: List[Path] = []
+        self.receipts: List[Path] = []
+        self.sessions: List[Session] = []
+        self.displays: List[Display] = []
+        self._counter = 0
+
+    def _ensure_dir(self) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        return self.dir
+
+    def _next(self, stem: str, suffix: str) -> Path:
+        self._counter += 1
+        return self._ensure_dir() / f"{self._counter:03d}-{stem}{suffix}"
+
+    @property
+    def last_frame(self) -> Optional[Path]:
+        return self.frames[-1] if self.frames else None
+
+    @property
+    def last_receipt(self) -> Optional[Path]:
+        return self.receipts[-1] if self.receipts else None
+
+    def watch(self, display: Display) -> Display:
+        """Makes ``display`` part of this test's evidence (a final frame on failure)."""
+        if display not in self.displays:
+            self.displays.append(display)
+        return display
+
+    def frame(self, display: Display, name: str = "frame") -> Path:
+        """Captures one full-display PNG into the evidence dir; returns its path."""
+        self.watch(display)
+        path = self._next(re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "frame", ".png")
+        display.screenshot(out=str(path))
+        self.frames.append(path)
+        return path
+
+    def add_frame(self, png: Png, name: str = "frame") -> Path:
+        path = self._next(re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "frame", ".png")
+        png.save(str(path))
+        self.frames.append(path)
+        return path
+
+    def session(self, app: "App | str", display: Optional[Display] = None, *,
+                attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> Session:
+        """Begins a recorded session on ``display`` (default: the app's display)."""
+        if display is None:
+            display = app.display if isinstance(app, App) else None
+            if display is None:
+                raise ValueError("pass display= when app is an app id")
+        self.watch(display)
+        job = job_sha256 or hashlib.sha256(f"pytest:{self.nodeid}".encode()).hexdigest()
+        attempt = attempt_id or f"{sanitize_node_id(self.nodeid)[:200]}-{len(self.sessions)}"
+        s = _RecordedSession.begin(display.engine, display, app, attempt_id=attempt,
+                                   job_sha256=job)
+        s.recorder = self
+        s.on_close.append(self._collect)
+        self.sessions.append(s)
+        return s
+
+    def _collect(self, s: Session) -> None:
+        """Copies a closed session's receipt and frames into this test's evidence dir."""
+        index = self.sessions.index(s) if s in self.sessions else len(self.sessions)
+        dest = self._ensure_dir() / f"session-{index}"
+        src = s.evidence_dir
+        if src and os.path.isdir(src):
+            shutil.copytree(src, dest, dirs_exist_ok=True)
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+            if s.receipt:
+                (dest / "receipt.json").write_text(json.dumps(s.receipt, ensure_ascii=False))
+        for info in s.frames:
+            p = dest / f"{info.sha256}.png"
+            if not p.exists() and info.path and os.path.exists(info.path):
+                shutil.copyfile(info.path, p)
+        last = s.frames[-1] if s.frames else None
+        if last is not None and (dest / f"{last.sha256}.png").exists():
+            self.frames.append(dest / f"{last.sha256}.png")
+        if (dest / "receipt.json").exists():
+            self.receipts.append(dest / "receipt.json")
+
+    def verify(self, session: Session, **kwargs: Any):
+        """Verifies ``session``'s receipt (C++ and Python verifiers); writes
+        ``verification-N.json`` beside it and returns the :class:`evident.Verification`."""
+        result = session.verify(**kwargs)
+        path = self._next("verification", ".json")
+        path.write_text(json.dumps({
+            "ok": result.ok, "receipt_id": result.receipt_id, "verifiers": result.verifiers,
+            "checks": [c.__dict__ for c in result.checks]}, indent=1, ensure_ascii=False))
+        return result
+
+    def summary(self) -> Dict[str, Optional[str]]:
+        return {"evident_dir": str(self.dir),
+                "evident_last_frame": str(self.last_frame) if self.last_frame else None,
+                "evident_receipt": str(self.last_receipt) if self.last_receipt else None}
+
+
+class _RecordedSession(Session):
+    recorder: Optional[Recorder] = None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None and not self.done and not self.engine.closed:
+            try:
+                # Still live: end it with an honest receipt so the failure has evidence.
+                if self.phase == "stage":
+                    self.freeze()
+                if self.phase == "frozen":
+                    self.observe()
+                if self.phase == "observed":
+                    self.finish({"outcome": "error", "test": self.recorder.nodeid
+                                 if self.recorder else "", "exception": exc_type.__name__})
+                if self.phase == "finished":
+                    self.close()
+                    return
+            except EvidentError:
+                pass
+        super().__exit__(exc_type, exc, tb)
+
+
+class Actions(ActionHelpers):
+    """Action helpers bound to one display (the ``evident_actions`` fixture)."""
+
+    def __init__(self, display: Display, recorder: Optional[Recorder] = None) -> None:
+        self.display = display
+        self.recorder = recorder
+
+    def actions(self, actions: Sequence[Dict[str, Any]], *, observe: str = "pixels",
+                settle: Settle = False, coordinate_space: str = "pixel") -> BatchResult:
+        return self.display.actions(actions, observe=observe, settle=settle,
+                                    coordinate_space=coordinate_space)
+
+    run = actions
+
+    def screenshot(self) -> Png:
+        return self.display.screenshot()
+
+    def frame(self, name: str = "frame") -> Path:
+        """Captures a frame into the test's evidence."""
+        if self.recorder is None:
+            raise RuntimeError("no evidence recorder")
+        return self.recorder.frame(self.display, name)
+
+
+# ------------------------------------------------------------------------------------------------
+# fixtures
+
+@pytest.fixture(scope="session")
+def evident_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One in-process engine per worker; everything it owns is destroyed at the end."""
+    state = tmp_path_factory.mktemp(f"evident-state-{worker_id()}")
+    engine = Engine(state_dir=str(state))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+def _recorder_for(item: pytest.Item, engine_getter: Optional[Callable[[], Engine]] = None
+                  ) -> Recorder:
+    rec = item.stash.get(_RECORDER_KEY, None)
+    if rec is None:
+        root = evidence_root(item.config)
+        path = root / sanitize_node_id(item.nodeid)
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)  # a previous run of this same test
+        rec = Recorder(item.nodeid, path, engine_getter or (lambda: None))  # type: ignore
+        item.stash[_RECORDER_KEY] = rec
+    return rec
+
+
+@pytest.fixture
+def evident_evidence(request: pytest.FixtureRequest) -> Recorder:
+    """The test's evidence recorder (frames, sessions, receipts)."""
+    return _recorder_for(request.node)
+
+
+@pytest.fixture
+def evident_display(request: pytest.FixtureRequest, evident_engine: Engine,
+                    evident_evidence: Recorder) -> Iterator[Display]:
+    """A fresh display for this test (destroyed with its apps at teardown)."""
+    width, height = _parse_size(request.config.getoption("evident_display_size"))
+    depth, dpi = 24, 96
+    marker = request.node.get_closest_marker("evident_display")
+    if marker is not None:
+        if marker.args:
+            raise pytest.UsageError("evident_display marker takes keyword arguments only")
+        width = int(marker.kwargs.get("width", width))
+        height = int(marker.kwargs.get("height", height))
+        depth = int(marker.kwargs.get("depth", depth))
+        dpi = int(marker.kwargs.get("dpi", dpi))
+    display = evident_engine.create_display(width=width, height=height, depth=depth, dpi=dpi)
+    evident_evidence.watch(display)
+    with display:
+        yield display
+
+
+@pytest.fixture(scope="session")
+def evident_worker_display(request: pytest.FixtureRequest, evident_engine: Engine
+                           ) -> Iterator[Display]:
+    """One display per worker process, shared by its tests (sized by --evident-display-size)."""
+    width, height = _parse_size(request.config.getoption("evident_display_size"))
+    with evident_engine.create_display(width=width, height=height) as display:
+        yield display
+
+
+@pytest.fixture
+def evident_app(evident_display: Display) -> Iterator[Callable[..., App]]:
+    """``evident_app(argv, wait_window_ms=5000, display=None)`` -> App; stopped at teardown."""
+    apps: List[App] = []
+
+    def launch(argv: Sequence[str], wait_window_ms: Optional[int] = 5000,
+               display: Optional[Display] = None) -> App:
+        app = (display or evident_display).launch(argv, wait_window_ms=wait_window_ms)
+        apps.append(app)
+        return app
+
+    yield launch
+    for app in reversed(apps):
+        app.__exit__(None, None, None)
+
+
+@pytest.fixture
+def evident_actions(evident_display: Display, evident_evidence: Recorder) -> Actions:
+    """Action helpers bound to ``evident_display``."""
+    return Actions(evident_display, evident_evidence)
+
+
+# ------------------------------------------------------------------------------------------------
+# reporting
+
+def _displays_of(item: pytest.Item, rec: Optional[Recorder]) -> List[Display]:
+    found: List[Display] = list(rec.displays) if rec else []
+    for value in getattr(item, "funcargs", {}).values():
+        d = value.display if isinstance(value, Actions) else value
+        if isinstance(d, Display) and d not in found:
+            found.append(d)
+    return found
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    rec = item.stash.get(_RECORDER_KEY, None)
+    failed_now = call.excinfo is not None and call.when in ("setup", "call") \
+        and not call.excinfo.errisinstance((pytest.skip.Exception,))
+    if failed_now:
+        displays = _displays_of(item, rec)
+        if displays and rec is None:
+            rec = _recorder_for(item)
+        for d in displays:
+            if d.destroyed or d.engine.closed:
+                continue
+            try:
+                rec.frame(d, name=f"final-{call.when}-display{d.id}")  # type: ignore[union-attr]
+            except (EvidentError, OSError):
+                pass  # the display itself may be what failed
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    phases = item.stash.setdefault(_PHASES_KEY, {})
+    phases[call.when] = report.outcome
+    if rec is not None and report.failed and call.when in ("setup", "call"):
+        summary = rec.summary()
+        for k, v in summary.items():
+            if v:
+                report.user_properties.append((k, v))
+        lines = [f"evident evidence dir: {summary['evident_dir']}",
+                 f"last frame: {summary['evident_last_frame'] or '(none captured)'}",
+                 f"receipt: {summary['evident_receipt'] or '(none: no session was finished)'}"]
+        report.sections.append(("evident", "\n".join(lines)))
+    if call.when == "teardown" and rec is not None:
+        keep = item.config.getoption("evident_keep")
+        passed = all(v != "failed" for v in phases.values())
+        if keep == "on-failure" and passed:
+            shutil.rmtree(rec.dir, ignore_errors=True)
+        elif rec.dir.is_dir() and not any(rec.dir.iterdir()):
+            rec.dir.rmdir()

@@ -1,0 +1,653 @@
+"""Independent verifier for ``evident.session-receipt/v2`` receipts (standard library only).
+
+Written from docs/receipts.md, not from the C++ code, so that the two implementations cross-check
+each other. It has its own strict JSON parsing, its own JCS (RFC 8785) and its own checks; check
+names and outcomes must agree with ``evident verify`` on every input.
+
+Command line (same output shape and exit status as ``evident verify``)::
+
+    python3 -m evident.verify RECEIPT [--frames DIR] [--png P] [--expect-job H] [--expect-uid N] [--json]
+
+Library::
+
+    report = verify_receipt(parsed_receipt, frames_dir=..., png_path=..., expect_job_sha256=...,
+                            expect_uid=...)
+    report["ok"], report["receipt_id"], report["checks"]  # [{"name","ok","detail"}, ...]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import re
+import sys
+from typing import Any, Dict, List, Optional
+
+__all__ = ["ReceiptFormatError", "jcs", "domain_digest", "parse_strict", "load_receipt_file",
+           "verify_receipt", "run_verify_command", "main"]
+
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+MAX_RECEIPT_FILE_BYTES = 8 * 1024 * 1024
+MAX_FRAME_FILE_BYTES = 256 * 1024 * 1024
+MAX_CLAIMS_CANONICAL_BYTES = 16384
+SCHEMA = "evident.session-receipt/v2"
+
+DOMAIN_STAGE_TRANSCRIPT = "evident/stage-transcript/v2"
+DOMAIN_TRANSCRIPT = "evident/transcript/v2"
+DOMAIN_CLAIMS = "evident/claims/v2"
+DOMAIN_RECEIPT = "evident/receipt/v2"
+DOMAIN_ACTION_PROJECTION = "evident/action-projection/v2"
+
+SESSION_ACTIONS = frozenset({"click", "double_click", "triple_click", "move_mouse", "drag",
+                             "scroll", "type", "key", "hold_key", "wait", "screenshot"})
+TOP_LEVEL_KEYS = frozenset({
+    "schema", "session_id", "engine", "binding", "actor", "execution", "started_at", "frozen_at",
+    "observed_at", "completed_at", "elapsed_ms", "action_count", "input_event_count",
+    "post_observation_input_event_count", "transcript", "stage_transcript_sha256",
+    "transcript_sha256", "pre_observation_sha256", "observation", "claims", "claims_sha256",
+    "receipt_id"})
+EVENT_KEYS = {
+    "initial_frame": frozenset({"index", "kind", "frame_sha256"}),
+    "action": frozenset({"index", "kind", "action", "projection_sha256", "status", "input",
+                         "frame_sha256"}),
+    "freeze": frozenset({"index", "kind", "frame_sha256"}),
+    "observation": frozenset({"index", "kind", "frame_sha256", "pre_observation_sha256"}),
+    "claims": frozenset({"index", "kind", "claims_sha256", "frame_sha256"}),
+}
+TIMESTAMP_KEYS = ("started_at", "frozen_at", "observed_at", "completed_at")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX64_ANY_CASE = re.compile(r"[0-9a-fA-F]{64}")
+_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                        r"\.([0-9]{3})Z")
+
+
+class ReceiptFormatError(Exception):
+    """A value outside the allowed JSON content; ``code`` is a stable error id."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# ---------------------------------------------------------------- canonical JSON (RFC 8785)
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int  # bool is a subclass of int and is not an integer here
+
+
+def _jcs_string(s: str, out: List[str]) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ReceiptFormatError("receipt-noncanonical", "string is not valid Unicode") from None
+    out.append('"')
+    for ch in s:
+        c = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif c < 0x20:
+            short = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"}.get(c)
+            out.append(short if short else "\\u%04x" % c)
+        else:
+            out.append(ch)
+    out.append('"')
+
+
+def _utf16_key(k: str) -> bytes:
+    # Big-endian UTF-16 bytes compare like sequences of unsigned 16-bit code units.
+    return k.encode("utf-16-be")
+
+
+def _jcs(v: Any, out: List[str]) -> None:
+    if v is None:
+        out.append("null")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif _is_int(v):
+        if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+            raise ReceiptFormatError("receipt-noncanonical", "integer outside +-(2^53-1)")
+        out.append(str(v))
+    elif isinstance(v, str):
+        _jcs_string(v, out)
+    elif isinstance(v, list):
+        out.append("[")
+        for i, e in enumerate(v):
+            if i:
+                out.append(",")
+            _jcs(e, out)
+        out.append("]")
+    elif isinstance(v, dict):
+        for k in v:
+            if not isinstance(k, str):
+                raise ReceiptFormatError("receipt-noncanonical", "object key is not a string")
+        try:
+            keys = sorted(v, key=_utf16_key)
+        except UnicodeEncodeError:
+            raise ReceiptFormatError("receipt-noncanonical", "key is not valid Unicode") from None
+        out.append("{")
+        for i, k in enumerate(keys):
+            if i:
+                out.append(",")
+            _jcs_string(k, out)
+            out.append(":")
+            _jcs(v[k], out)
+        out.append("}")
+    else:
+        raise ReceiptFormatError("receipt-noncanonical",
+                                 "%s values are not allowed in canonical JSON" % type(v).__name__)
+
+
+def jcs(value: Any) -> bytes:
+    """RFC 8785 bytes of ``value``; raises ReceiptFormatError("receipt-noncanonical")."""
+    out: List[str] = []
+    _jcs(value, out)
+    return "".join(out).encode("utf-8")
+
+
+def domain_digest(domain: str, value: Any) -> str:
+    """H(domain, value) = sha256(domain || 0x00 || JCS(value)) as lowercase hex."""
+    return hashlib.sha256(domain.encode("utf-8") + b"\x00" + jcs(value)).hexdigest()
+
+
+def project_action(action: Dict[str, Any]) -> Dict[str, Any]:
+    """The action's projection P (secrets removed), docs/receipts.md §2."""
+    t = action.get("type")
+    if t in ("type", "key", "paste"):
+        return {"type": t}
+    if t == "hold_key":
+        return {k: action[k] for k in ("type", "ms") if k in action}
+    return {k: v for k, v in action.items() if k not in ("text", "key")}
+
+
+# ---------------------------------------------------------------- strict parsing
+
+def _reject_float(text: str) -> Any:
+    raise ReceiptFormatError("receipt-json", "floating-point numbers are not allowed")
+
+
+def _reject_constant(text: str) -> Any:
+    raise ReceiptFormatError("receipt-json", "%s is not allowed" % text)
+
+
+def _parse_int(text: str) -> int:
+    v = int(text)
+    if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+        raise ReceiptFormatError("receipt-json", "integer outside +-(2^53-1)")
+    return v
+
+
+def _no_duplicates(pairs: List[Any]) -> Dict[str, Any]:
+    obj: Dict[str, Any] = {}
+    for k, v in pairs:
+        if k in obj:
+            raise ReceiptFormatError("receipt-json", "duplicate key")
+        obj[k] = v
+    return obj
+
+
+def _check_unicode(v: Any) -> None:
+    # json.loads accepts escaped lone surrogates ("\ud800"); a strict parser must not.
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            x.encode("utf-8")
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            for k, e in x.items():
+                k.encode("utf-8")
+                stack.append(e)
+
+
+def parse_strict(data: bytes) -> Any:
+    """Parses one JSON value strictly; raises ReceiptFormatError("receipt-json")."""
+    if len(data) > MAX_RECEIPT_FILE_BYTES:
+        raise ReceiptFormatError("receipt-json", "more than 8 MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReceiptFormatError("receipt-json", "not valid UTF-8") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a UTF-8 byte order mark is skipped, as by nlohmann::json
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_reject_float,
+                           parse_constant=_reject_constant, parse_int=_parse_int)
+        _check_unicode(value)
+    except ReceiptFormatError:
+        raise
+    except (ValueError, RecursionError) as e:
+        if isinstance(e, UnicodeEncodeError):
+            raise ReceiptFormatError("receipt-json", "string is not valid Unicode") from None
+        raise ReceiptFormatError("receipt-json", "invalid JSON") from None
+    return value
+
+
+def load_receipt_file(path: str) -> Any:
+    """Reads and strictly parses a receipt file.
+
+    Raises ReceiptFormatError with "receipt-unreadable" (missing, not a regular file,
+    unreadable, > 8 MiB) or "receipt-json".
+    """
+    if not os.path.isfile(path):
+        raise ReceiptFormatError("receipt-unreadable",
+                                 "receipt file does not exist or is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_RECEIPT_FILE_BYTES + 1)
+    except OSError as e:
+        raise ReceiptFormatError("receipt-unreadable", "cannot read the receipt file: %s"
+                                 % e.strerror) from None
+    if len(data) > MAX_RECEIPT_FILE_BYTES:
+        raise ReceiptFormatError("receipt-unreadable", "receipt file is larger than 8 MiB")
+    return parse_strict(data)
+
+
+# ---------------------------------------------------------------- schema
+
+def _hex64(v: Any) -> bool:
+    return isinstance(v, str) and _HEX64.fullmatch(v) is not None
+
+
+def _prefixed(v: Any, prefix: str, hex_len: int) -> bool:
+    return (isinstance(v, str) and v.startswith(prefix)
+            and re.fullmatch("[0-9a-f]{%d}" % hex_len, v[len(prefix):]) is not None)
+
+
+def _int_min(v: Any, minimum: int) -> bool:
+    return _is_int(v) and minimum <= v <= MAX_SAFE_INTEGER
+
+
+def _str_len(v: Any, lo: int, hi: int) -> bool:
+    return isinstance(v, str) and lo <= len(v.encode("utf-8", "surrogatepass")) <= hi
+
+
+def _exact_keys(v: Any, keys) -> bool:
+    return isinstance(v, dict) and set(v) == set(keys)
+
+
+def _event_problem(e: Any, pos: int) -> Optional[str]:
+    where = "transcript[%d]" % pos
+    if not isinstance(e, dict):
+        return where + " is not an object"
+    kind = e.get("kind")
+    if not isinstance(kind, str):
+        return where + ".kind is missing"
+    if not _int_min(e.get("index"), 0):
+        return where + ".index is not an integer >= 0"
+    if kind not in EVENT_KEYS:
+        return where + ".kind is not a known event kind"
+    if not _exact_keys(e, EVENT_KEYS[kind]):
+        return where + " has wrong keys"
+    for k in ("frame_sha256", "projection_sha256", "pre_observation_sha256", "claims_sha256"):
+        if k in e and not _hex64(e[k]):
+            return "%s.%s is not 64 lowercase hex" % (where, k)
+    if kind == "action":
+        if not (isinstance(e["action"], str) and e["action"] in SESSION_ACTIONS):
+            return where + ".action is not a session action type"
+        if not (isinstance(e["status"], str) and e["status"] in ("ok", "injected")):
+            return where + '.status is not "ok" or "injected"'
+        if not isinstance(e["input"], bool):
+            return where + ".input is not a boolean"
+    return None
+
+
+def _schema_problem(r: Any) -> Optional[str]:
+    if not isinstance(r, dict):
+        return "receipt is not a JSON object"
+    if set(r) != TOP_LEVEL_KEYS:
+        return "receipt does not have exactly the v2 top-level keys"
+    if r["schema"] != SCHEMA:
+        return 'schema is not "evident.session-receipt/v2"'
+    if not _prefixed(r["session_id"], "ses-", 32):
+        return "session_id is not ses-<32 hex>"
+    eng = r["engine"]
+    if not (_exact_keys(eng, ("name", "version")) and eng["name"] == "evident"
+            and _str_len(eng["version"], 1, 64)):
+        return "engine is not {name: evident, version}"
+    b = r["binding"]
+    if not _exact_keys(b, ("display_id", "display_name", "generation", "app_id", "app_pid",
+                           "app_argv_sha256", "attempt_id", "job_sha256")):
+        return "binding does not have exactly its eight keys"
+    if not _int_min(b["display_id"], 0):
+        return "binding.display_id is not an integer >= 0"
+    if not _str_len(b["display_name"], 1, 64):
+        return "binding.display_name is not 1..64 bytes"
+    if not _prefixed(b["generation"], "gen-", 32):
+        return "binding.generation is not gen-<32 hex>"
+    if not _prefixed(b["app_id"], "app-", 32):
+        return "binding.app_id is not app-<32 hex>"
+    if not _int_min(b["app_pid"], 1):
+        return "binding.app_pid is not an integer >= 1"
+    if not _hex64(b["app_argv_sha256"]):
+        return "binding.app_argv_sha256 is not 64 lowercase hex"
+    if not _str_len(b["attempt_id"], 1, 256):
+        return "binding.attempt_id is not 1..256 bytes"
+    if not _hex64(b["job_sha256"]):
+        return "binding.job_sha256 is not 64 lowercase hex"
+    a = r["actor"]
+    actor_ok = False
+    if isinstance(a, dict):
+        if a.get("kind") == "local_user":
+            actor_ok = _exact_keys(a, ("kind", "uid")) and _int_min(a["uid"], 0)
+        elif a.get("kind") == "in_process":
+            actor_ok = (_exact_keys(a, ("kind", "uid", "pid")) and _int_min(a["uid"], 0)
+                        and _int_min(a["pid"], 1))
+    if not actor_ok:
+        return "actor is not a local_user or in_process actor"
+    ex = r["execution"]
+    if not (_exact_keys(ex, ("kind", "internal_model_calls", "claims_authority"))
+            and ex["kind"] == "external-actions" and _is_int(ex["internal_model_calls"])
+            and ex["internal_model_calls"] == 0 and ex["claims_authority"] == "external-caller"):
+        return "execution is not the external-actions constant"
+    for k in TIMESTAMP_KEYS:
+        if not isinstance(r[k], str):
+            return k + " is not a string"
+    for k in ("elapsed_ms", "action_count", "input_event_count",
+              "post_observation_input_event_count"):
+        if not _int_min(r[k], 0):
+            return k + " is not an integer >= 0"
+    t = r["transcript"]
+    if not (isinstance(t, list) and 4 <= len(t) <= 68):
+        return "transcript is not an array of 4..68 events"
+    for i, e in enumerate(t):
+        p = _event_problem(e, i)
+        if p:
+            return p
+    for k in ("stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
+              "claims_sha256"):
+        if not _hex64(r[k]):
+            return k + " is not 64 lowercase hex"
+    o = r["observation"]
+    if not (_exact_keys(o, ("sha256", "byte_length", "width", "height")) and _hex64(o["sha256"])
+            and _int_min(o["byte_length"], 1) and _int_min(o["width"], 1)
+            and _int_min(o["height"], 1)):
+        return "observation is not {sha256, byte_length>=1, width>=1, height>=1}"
+    if not isinstance(r["claims"], dict):
+        return "claims is not an object"
+    if not _prefixed(r["receipt_id"], "ecr-", 64):
+        return "receipt_id is not ecr-<64 hex>"
+    return None
+
+
+# ---------------------------------------------------------------- checks
+
+def _timestamp_ms(s: str) -> Optional[int]:
+    m = _TIMESTAMP.fullmatch(s)
+    if not m:
+        return None
+    y, mo, d, h, mi, sec, ms = (int(x) for x in m.groups())
+    if y < 1970:
+        return None
+    try:
+        dt = datetime.datetime(y, mo, d, h, mi, sec, tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (dt - epoch) // datetime.timedelta(seconds=1) * 1000 + ms
+
+
+def _file_sha256(path: str) -> Optional[str]:
+    if not os.path.isfile(path):
+        return None
+    try:
+        if os.path.getsize(path) > MAX_FRAME_FILE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _png_size(path: str) -> Optional[tuple]:
+    with open(path, "rb") as f:
+        head = f.read(33)
+    if len(head) < 33 or head[:8] != PNG_SIGNATURE:
+        return None
+    if int.from_bytes(head[8:12], "big") != 13 or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
+                   png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
+                   expect_uid: Optional[int] = None) -> Dict[str, Any]:
+    """Runs every applicable check (docs/receipts.md §4) on a parsed receipt.
+
+    Returns {"ok": bool, "receipt_id": str|None, "checks": [{"name","ok","detail"}, ...]}.
+    Never raises for a bad receipt: problems are failed checks.
+    """
+    checks: List[Dict[str, Any]] = []
+    rid = receipt.get("receipt_id") if isinstance(receipt, dict) else None
+    report = {"ok": False, "receipt_id": rid if isinstance(rid, str) else None, "checks": checks}
+
+    def add(name: str, ok: bool, detail: str) -> None:
+        checks.append({"name": name, "ok": bool(ok), "detail": detail})
+
+    problem = _schema_problem(receipt)
+    if problem:
+        add("schema", False, problem)
+        return report
+    add("schema", True, SCHEMA)
+    r = receipt
+    t = r["transcript"]
+
+    def digest(domain: str, v: Any) -> Optional[str]:
+        try:
+            return domain_digest(domain, v)
+        except ReceiptFormatError:
+            return None
+
+    body = {k: v for k, v in r.items() if k != "receipt_id"}
+    d = digest(DOMAIN_RECEIPT, body)
+    ok = d is not None and r["receipt_id"] == "ecr-" + d
+    add("receipt_id", ok, "matches" if ok else "recomputed ecr-%s" % (d or "?")[:12])
+
+    d = digest(DOMAIN_TRANSCRIPT, t)
+    ok = d is not None and r["transcript_sha256"] == d
+    add("transcript_sha256", ok, "matches" if ok else "recomputed %s" % (d or "?")[:12])
+
+    freeze = next((i for i, e in enumerate(t) if e["kind"] == "freeze"), None)
+    if freeze is None:
+        add("stage_transcript_sha256", False, "no freeze event")
+    else:
+        d = digest(DOMAIN_STAGE_TRANSCRIPT, t[:freeze + 1])
+        ok = d is not None and r["stage_transcript_sha256"] == d
+        add("stage_transcript_sha256", ok, "matches" if ok else "recomputed %s" % (d or "?")[:12])
+
+    detail = None
+    try:
+        size = len(jcs(r["claims"]))
+        c = domain_digest(DOMAIN_CLAIMS, r["claims"])
+    except ReceiptFormatError:
+        detail = "claims are not canonicalizable"
+    else:
+        if size > MAX_CLAIMS_CANONICAL_BYTES:
+            detail = "claims are %d bytes canonical (limit 16384)" % size
+        elif r["claims_sha256"] != c:
+            detail = "claims_sha256 differs from recomputed %s" % c[:12]
+        else:
+            bad = [i for i, e in enumerate(t) if e["kind"] == "claims" and e["claims_sha256"] != c]
+            if bad:
+                detail = "transcript[%d].claims_sha256 differs" % bad[0]
+    add("claims_sha256", detail is None, detail or "matches")
+
+    detail = None
+    for i, e in enumerate(t):
+        if e["index"] != i:
+            detail = "transcript[%d].index is not %d" % (i, i)
+            break
+    if detail is None:
+        kinds = [e["kind"] for e in t]
+        n = len(kinds)
+        expected = ["initial_frame"] + ["action"] * (n - 4) + ["freeze", "observation", "claims"]
+        if kinds != expected:
+            detail = "kinds are not initial_frame, action*, freeze, observation, claims"
+    add("event_order", detail is None, detail or "%d events in order" % len(t))
+
+    actions = [e for e in t if e["kind"] == "action"]
+    with_input = sum(1 for e in actions if e["input"] is True)
+    detail = None
+    if r["action_count"] != len(actions):
+        detail = "action_count %d but %d action events" % (r["action_count"], len(actions))
+    elif r["input_event_count"] < with_input:
+        detail = "input_event_count %d < %d actions with input" % (r["input_event_count"],
+                                                                   with_input)
+    elif with_input == 0 and r["input_event_count"] != 0:
+        detail = "input_event_count is not 0 although no action had input"
+    add("counters", detail is None, detail or "consistent with events")
+
+    ok = r["post_observation_input_event_count"] == 0
+    add("post_observation_input_event_count", ok, "0" if ok else "not 0")
+
+    detail = None
+    prev = -1
+    for k in TIMESTAMP_KEYS:
+        ms = _timestamp_ms(r[k])
+        if ms is None or ms > 253402300799999:
+            detail = "%s is not YYYY-MM-DDTHH:MM:SS.mmmZ (1970..9999)" % k
+            break
+        if ms < prev:
+            detail = "%s is earlier than the previous timestamp" % k
+            break
+        prev = ms
+    add("timestamps", detail is None, detail or "well-formed and ordered")
+
+    obs = r["observation"]["sha256"]
+    detail = None
+    n_obs = n_claims = 0
+    for e in t:
+        if e["kind"] == "observation":
+            n_obs += 1
+            if e["frame_sha256"] != obs:
+                detail = "observation event frame differs from observation"
+            elif e["pre_observation_sha256"] != r["pre_observation_sha256"]:
+                detail = "observation event pre_observation_sha256 differs"
+        elif e["kind"] == "claims":
+            n_claims += 1
+            if e["frame_sha256"] != obs:
+                detail = "claims event frame differs from observation"
+        if detail:
+            break
+    if detail is None and (n_obs == 0 or n_claims == 0):
+        detail = "no observation or no claims event"
+    add("observation_digest", detail is None, detail or "matches")
+
+    if frames_dir:
+        wanted = sorted({e["frame_sha256"] for e in t} | {obs})
+        detail = None
+        for h in wanted:
+            path = os.path.join(frames_dir, h + ".png")
+            if not os.path.isfile(path):
+                detail = "missing frame %s.png" % h
+                break
+            if _file_sha256(path) != h:
+                detail = "frame %s.png does not hash to its name" % h
+                break
+            if h == obs:
+                if os.path.getsize(path) != r["observation"]["byte_length"]:
+                    detail = "observed frame byte_length differs"
+                    break
+                size = _png_size(path)
+                if size is None:
+                    detail = "observed frame is not a PNG with IHDR"
+                    break
+                if size != (r["observation"]["width"], r["observation"]["height"]):
+                    detail = "observed frame width/height differ from its IHDR"
+                    break
+        add("frames", detail is None, detail or "%d frames present and hashed" % len(wanted))
+
+    if png_path:
+        h = _file_sha256(png_path)
+        if h is None:
+            add("png", False, "cannot read the --png file")
+        else:
+            add("png", h == obs, "is the observed frame" if h == obs
+                else "the --png file is not the observed frame")
+
+    if expect_job_sha256:
+        ok = r["binding"]["job_sha256"] == expect_job_sha256.lower()
+        add("expect_job", ok, "binding.job_sha256 matches" if ok else "binding.job_sha256 differs")
+
+    if expect_uid is not None:
+        ok = r["actor"]["uid"] == expect_uid
+        add("expect_uid", ok, "actor.uid matches" if ok else "actor.uid differs")
+
+    report["ok"] = all(c["ok"] for c in checks)
+    return report
+
+
+# ---------------------------------------------------------------- command line
+
+def _error(code: str, message: str) -> Dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message, "retryable": False}}
+
+
+def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
+                       png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
+                       expect_uid: Optional[int] = None, as_json: bool = False,
+                       out=None) -> int:
+    """Same behaviour as ``evident verify``; returns the exit status (0, 1, or 2)."""
+    out = out or sys.stdout
+
+    def fail(code: str, message: str, status: int) -> int:
+        if as_json:
+            out.write(json.dumps(_error(code, message), ensure_ascii=False) + "\n")
+        else:
+            out.write("error: %s (%s)\n" % (message, code))
+        return status
+
+    if expect_job_sha256 and not _HEX64_ANY_CASE.fullmatch(expect_job_sha256):
+        return fail("verify-usage", "--expect-job must be 64 hex characters", 2)
+    try:
+        receipt = load_receipt_file(path)
+    except ReceiptFormatError as e:
+        return fail(e.code, e.message, 1)
+    report = verify_receipt(receipt, frames_dir=frames_dir, png_path=png_path,
+                            expect_job_sha256=expect_job_sha256, expect_uid=expect_uid)
+    failed = [c["name"] for c in report["checks"] if not c["ok"]]
+    if as_json:
+        result: Dict[str, Any] = {"ok": report["ok"], "receipt_id": report["receipt_id"],
+                                  "checks": report["checks"]}
+        if not report["ok"]:
+            result["error"] = {"code": "verify-failed",
+                               "message": "failed checks: " + ", ".join(failed),
+                               "retryable": False}
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+    else:
+        out.write("receipt %s\n" % (report["receipt_id"] or "(no receipt_id)"))
+        for c in report["checks"]:
+            out.write("  %s  %s: %s\n" % ("ok  " if c["ok"] else "FAIL", c["name"], c["detail"]))
+        if report["ok"]:
+            out.write("verified: all %d checks passed\n" % len(report["checks"]))
+        else:
+            out.write("verification failed: %s\n" % ", ".join(failed))
+    return 0 if report["ok"] else 1
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m evident.verify",
+                                     description="Verify an evident session receipt.")
+    parser.add_argument("receipt")
+    parser.add_argument("--frames", metavar="DIR")
+    parser.add_argument("--png", metavar="PATH")
+    parser.add_argument("--expect-job", metavar="SHA256")
+    parser.add_argument("--expect-uid", metavar="N", type=int)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    return run_verify_command(args.receipt, frames_dir=args.frames, png_path=args.png,
+                              expect_job_sha256=args.expect_job, expect_uid=args.expect_uid,
+                              as_json=args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

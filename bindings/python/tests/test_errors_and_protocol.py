@@ -1,0 +1,144 @@
+"""Unit tests of the pure-Python layer against a scripted backend: error codes map to one
+exception hierarchy, Session tracks the sequence exactly like a careful CLI caller would, and
+Ctrl-C during a long call returns control promptly and aborts the session once the in-flight
+request completes."""
+import os
+import pickle
+import signal
+import threading
+
+import pytest
+
+import evident
+from evident import actions as a
+from evident.display import Display
+from evident.errors import error_from_reply
+
+from fake_backend import FakeBackend, FakeSessions
+
+DEADLINE_S = 10
+
+
+@pytest.mark.parametrize("code,cls", [
+    ("session-sequence", evident.SessionError),
+    ("session-action-forbidden", evident.SessionError),
+    ("display-generation-mismatch", evident.DisplayError),
+    ("app-not-live", evident.AppError),
+    ("receipt-json", evident.ReceiptError),
+    ("verify-failed", evident.ReceiptError),
+    ("engine-closed", evident.EngineError),
+    ("request-json", evident.UsageError),
+    ("something-new", evident.EvidentError),
+])
+def test_error_codes_map_to_families(code, cls):
+    err = error_from_reply({"ok": False, "error": {"code": code, "message": "m", "retryable": True}})
+    assert type(err) is cls
+    assert isinstance(err, evident.EvidentError)
+    assert (err.code, err.message, err.retryable) == (code, "m", True)
+    back = pickle.loads(pickle.dumps(err))   # xdist ships exceptions between processes
+    assert type(back) is cls and back.code == code and back.retryable is True
+
+
+def test_malformed_reply_is_an_engine_error():
+    assert error_from_reply({"ok": False}).code == "engine-reply"
+
+
+def test_builders_produce_contract_json():
+    assert a.click(1, 2) == {"type": "click", "x": 1, "y": 2}
+    assert a.click(1, 2, "right") == {"type": "click", "x": 1, "y": 2, "button": "right"}
+    assert a.drag(1, 2, 3, 4) == {"type": "drag", "start_x": 1, "start_y": 2, "end_x": 3,
+                                  "end_y": 4}
+    assert a.scroll(5, 6, "down", 2) == {"type": "scroll", "x": 5, "y": 6, "direction": "down",
+                                         "amount": 2}
+    assert a.type("Zoë\n") == {"type": "type", "text": "Zoë\n"}
+    assert a.key("ctrl+a") == {"type": "key", "key": "ctrl+a"}
+    assert a.hold_key("shift", 50) == {"type": "hold_key", "key": "shift", "ms": 50}
+    assert a.zoom(0, 0, 10, 10) == {"type": "zoom", "x": 0, "y": 0, "width": 10, "height": 10}
+
+
+def _engine_and_display():
+    backend = FakeBackend()
+    engine = evident.Engine(backend=backend)
+    display = Display(engine, {"id": 7, "name": ":7", "generation": "gen-" + "0" * 32,
+                               "width": 8, "height": 8})
+    return backend, engine, display
+
+
+def test_session_tracks_sequence_and_finishes_with_observed_digest():
+    backend, engine, display = _engine_and_display()
+    fake = FakeSessions(backend)
+    with display.session("app-1", attempt_id="att", job_sha256="f" * 64) as s:
+        assert s.sequence == 0 and s.phase == "stage"
+        results = s.actions([a.click(1, 1), a.type("x")])
+        assert [r.status for r in results] == ["injected", "injected"]
+        assert s.sequence == 1
+        s.freeze()
+        s.observe()
+        receipt = s.finish({"ok": True})
+        assert receipt["claims"] == {"ok": True}
+    assert s.closed_reply["cleanup_complete"] is True
+    assert [op for op, _ in fake.ops] == ["begin", "actions", "freeze", "observe", "finish",
+                                          "close"]
+    assert [seq for _, seq in fake.ops][1:] == [0, 1, 2, 3, 4]
+    begin = [r for r in backend.requests if r["op"] == "session"][0]
+    assert '"attempt_id":"att"' in begin["args"]["request"]
+
+
+def test_protocol_errors_raise_session_error_and_block_aborts():
+    backend, engine, display = _engine_and_display()
+    fake = FakeSessions(backend)
+    with pytest.raises(evident.SessionError) as info:
+        with display.session("app-1") as s:
+            s.observe("0" * 64)           # wrong phase: still staging
+    assert info.value.code == "session-phase"
+    assert fake.ops[-1][0] == "abort" and s.aborted
+    with pytest.raises(evident.SessionError) as info:
+        s.actions([])
+    assert info.value.code == "session-actions"
+
+
+def test_closed_engine_refuses_calls():
+    backend, engine, display = _engine_and_display()
+    engine.close()
+    assert backend.closed
+    with pytest.raises(evident.EngineError) as info:
+        engine.ping()
+    assert info.value.code == "engine-closed"
+
+
+def test_ctrl_c_interrupts_the_wait_and_aborts_after_the_call_completes():
+    started, release, aborted = threading.Event(), threading.Event(), threading.Event()
+
+    def hold():
+        started.set()
+        assert release.wait(DEADLINE_S)
+
+    backend, engine, display = _engine_and_display()
+    fake = FakeSessions(backend, block=hold)
+    original = fake.handle
+
+    def handle(args):
+        reply = original(args)
+        if fake.ops[-1][0] == "abort":
+            aborted.set()
+        return reply
+
+    backend.on("session", handle)
+    s = display.session("app-1")
+
+    def interrupt():
+        assert started.wait(DEADLINE_S)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        s.actions([a.wait(5000)])
+    t.join()
+    # Control came back while the request is still in flight; the abort waits for it.
+    assert not aborted.is_set()
+    release.set()
+    assert aborted.wait(DEADLINE_S)
+    assert [op for op, _ in fake.ops] == ["begin", "actions", "status", "abort"]
+    assert fake.ops[-1][1] == 1     # the abort carried the sequence the engine had reached
+    engine.close()
