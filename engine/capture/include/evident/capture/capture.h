@@ -30,6 +30,27 @@ struct PngFrame {
 // Encodes a deterministic PNG (no time/text chunks; same pixels -> same bytes). "png-encode-failed".
 Result<PngFrame> encode_png(const RawImage& image);
 
+// PNG scanline filter applied to every row (one fixed choice keeps the output deterministic).
+enum class PngFilter { kNone, kSub, kUp };
+
+// Encoder knobs (docs/capture.md has the measurements behind the defaults). The bytes depend
+// on band_rows, level and filter only, never on `threads`.
+struct PngOptions {
+  int band_rows = 64;                  // rows per independently deflated band (1..height)
+  int level = 1;                       // zlib level 1..9
+  PngFilter filter = PngFilter::kUp;
+  int threads = 0;                     // 0: the shared pool; 1: the calling thread only
+};
+
+// encode_png with explicit options. "png-encode-failed" (also for invalid options or image).
+Result<PngFrame> encode_png(const RawImage& image, const PngOptions& options);
+
+// Options for Capturer::create.
+struct CaptureOptions {
+  // false forces the XGetImage path (as does the environment variable EVIDENT_CAPTURE_NO_SHM=1).
+  bool allow_shm = true;
+};
+
 // Grabs the root window of an X connection. The caller owns `dpy`, keeps it open for the
 // Capturer's lifetime and serialises all use of `dpy` (one mutex per display).
 class Capturer {
@@ -37,6 +58,8 @@ class Capturer {
   virtual ~Capturer() = default;
   // "capture-unavailable" when the display cannot be read at all.
   static Result<std::unique_ptr<Capturer>> create(::Display* dpy);
+  // create() with options. "capture-unavailable".
+  static Result<std::unique_ptr<Capturer>> create(::Display* dpy, const CaptureOptions& options);
   // The full display. "capture-failed".
   virtual Result<RawImage> grab() = 0;
   // A rectangle, already clamped by the caller. "capture-failed".
@@ -46,15 +69,35 @@ class Capturer {
   virtual bool using_shm() const = 0;
 };
 
+// Converts one row of server pixels to packed RGB. Exposed for unit tests of the pixel paths.
+struct PixelFormat {
+  int bits_per_pixel = 32;      // 16, 24 or 32
+  bool msb_first = false;       // server image byte order
+  std::uint32_t red_mask = 0xff0000, green_mask = 0xff00, blue_mask = 0xff;
+};
+// `src` holds `width` pixels in `format`; writes 3*width bytes to `dst`.
+void convert_row_to_rgb(const PixelFormat& format, const std::uint8_t* src, int width,
+                        std::uint8_t* dst);
+
 enum class SettleOutcome { kSettled, kStillLoading, kFixed, kOff };
 const char* to_string(SettleOutcome o);  // "settled" | "still_loading" | "fixed" | "off"
+
+// Options for ChangeWatcher::create.
+struct WatchOptions {
+  // false forces the frame-fingerprint fallback (as does EVIDENT_SETTLE_NO_DAMAGE=1).
+  bool allow_damage = true;
+};
 
 // Watches the root window for changes (DAMAGE; a frame fingerprint where DAMAGE is missing).
 class ChangeWatcher {
  public:
   virtual ~ChangeWatcher() = default;
-  // "capture-unavailable".
+  // "capture-unavailable" (only when neither DAMAGE nor a capture for the fingerprint works).
   static Result<std::unique_ptr<ChangeWatcher>> create(::Display* dpy);
+  // create() with options. "capture-unavailable".
+  static Result<std::unique_ptr<ChangeWatcher>> create(::Display* dpy, const WatchOptions& options);
+  // True when DAMAGE drives the watcher; false for the frame-fingerprint fallback.
+  virtual bool using_damage() const = 0;
   // Forgets changes seen so far; call at the anchor (right after the last input action).
   virtual void reset() = 0;
   // Waits until no change for `quiet_ms` (returns kSettled) or until `cap_ms` after `anchor_us`

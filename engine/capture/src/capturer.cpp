@@ -1,0 +1,235 @@
+// Root-window capture through XCB on the caller's Xlib connection. XCB is used (rather than
+// XShmGetImage/XGetImage) because its checked requests return X errors as values: Xlib would
+// route them to the process-wide error handler, whose default exits the process.
+#include <X11/Xlib-xcb.h>
+#include <X11/Xlib.h>
+#include <X11/Xutil.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <xcb/shm.h>
+#include <xcb/xcb.h>
+#undef Status  // Xlib's macro would shadow evident::Status
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "evident/capture/capture.h"
+#include "png_encoder.h"
+#include "thread_pool.h"
+
+namespace evident {
+namespace {
+
+Error unavailable(const std::string& why) { return make_error("capture-unavailable", why); }
+Error failed(const std::string& why) { return make_error("capture-failed", why, true); }
+
+bool env_forces_no_shm() {
+  const char* v = std::getenv("EVIDENT_CAPTURE_NO_SHM");
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+
+// Rows of the grabbed server image, converted into 64-row stripes in parallel.
+constexpr int kConvertRows = 64;
+
+class XcbCapturer final : public Capturer {
+ public:
+  XcbCapturer(::Display* dpy, xcb_connection_t* conn, xcb_window_t root, int width, int height,
+              PixelFormat format, int scanline_pad)
+      : dpy_(dpy), conn_(conn), root_(root), width_(width), height_(height), format_(format),
+        scanline_pad_(scanline_pad) {}
+
+  ~XcbCapturer() override {
+    if (shm_addr_ != nullptr) {
+      if (shm_attached_) {
+        xcb_shm_detach(conn_, shm_seg_);
+        xcb_flush(conn_);
+      }
+      shmdt(shm_addr_);
+    }
+  }
+
+  // Attaches a private segment large enough for the whole root. The segment is marked for
+  // removal as soon as the server holds it, so it disappears with the last detach (or a crash).
+  Status init_shm() {
+    const xcb_query_extension_reply_t* ext = xcb_get_extension_data(conn_, &xcb_shm_id);
+    if (ext == nullptr || !ext->present) return unavailable("MIT-SHM is not present");
+    std::size_t size = stride(width_) * static_cast<std::size_t>(height_);
+    int id = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
+    if (id < 0) return unavailable("shmget failed");
+    void* addr = shmat(id, nullptr, 0);
+    if (addr == reinterpret_cast<void*>(-1)) {
+      shmctl(id, IPC_RMID, nullptr);
+      return unavailable("shmat failed");
+    }
+    shm_addr_ = static_cast<std::uint8_t*>(addr);
+    shm_size_ = size;
+    shm_seg_ = xcb_generate_id(conn_);
+    xcb_void_cookie_t cookie = xcb_shm_attach_checked(conn_, shm_seg_, static_cast<std::uint32_t>(id), 0);
+    xcb_generic_error_t* err = xcb_request_check(conn_, cookie);
+    shmctl(id, IPC_RMID, nullptr);
+    if (err != nullptr) {
+      std::free(err);
+      return unavailable("the X server refused the shared segment");
+    }
+    shm_attached_ = true;
+    return ok_status();
+  }
+
+  bool using_shm() const override { return shm_attached_; }
+
+  Result<RawImage> grab() override { return grab_region(0, 0, width_, height_); }
+
+  Result<RawImage> grab_region(int x, int y, int width, int height) override {
+    auto pixels = fetch(x, y, width, height);
+    if (!pixels.ok()) return pixels.error();
+    RawImage image;
+    image.width = width;
+    image.height = height;
+    image.rgb.resize(static_cast<std::size_t>(width) * height * 3);
+    const std::uint8_t* src = *pixels;
+    const std::size_t src_stride = stride(width);
+    const std::size_t dst_stride = static_cast<std::size_t>(width) * 3;
+    std::uint8_t* dst = image.rgb.data();
+    const int stripes = (height + kConvertRows - 1) / kConvertRows;
+    detail::parallel_for(stripes, [&](int s) {
+      int y1 = std::min(height, (s + 1) * kConvertRows);
+      for (int row = s * kConvertRows; row < y1; ++row) {
+        convert_row_to_rgb(format_, src + src_stride * row, width, dst + dst_stride * row);
+      }
+    });
+    return image;
+  }
+
+  Result<PngFrame> capture_png() override {
+    auto pixels = fetch(0, 0, width_, height_);
+    if (!pixels.ok()) return pixels.error();
+    const std::uint8_t* src = *pixels;
+    const std::size_t src_stride = stride(width_);
+    const PixelFormat format = format_;
+    const int width = width_;
+    // Conversion runs inside the band workers: one pass over the pixels instead of two.
+    return detail::encode_png_rows(
+        width_, height_,
+        [src, src_stride, format, width](int row, std::uint8_t* scratch) {
+          convert_row_to_rgb(format, src + src_stride * row, width, scratch);
+          return static_cast<const std::uint8_t*>(scratch);
+        },
+        PngOptions{});
+  }
+
+ private:
+  std::size_t stride(int width) const {
+    std::size_t bits = static_cast<std::size_t>(width) * format_.bits_per_pixel;
+    std::size_t pad = static_cast<std::size_t>(scanline_pad_);
+    return (bits + pad - 1) / pad * pad / 8;
+  }
+
+  // Returns the server's Z-pixmap bytes for the rectangle (valid until the next fetch).
+  Result<const std::uint8_t*> fetch(int x, int y, int width, int height) {
+    if (x < 0 || y < 0 || width <= 0 || height <= 0 || x + width > width_ ||
+        y + height > height_) {
+      return failed("region outside the display");
+    }
+    xcb_generic_error_t* err = nullptr;
+    if (shm_attached_) {
+      auto cookie = xcb_shm_get_image(conn_, root_, static_cast<std::int16_t>(x),
+                                      static_cast<std::int16_t>(y), static_cast<std::uint16_t>(width),
+                                      static_cast<std::uint16_t>(height), ~0u,
+                                      XCB_IMAGE_FORMAT_Z_PIXMAP, shm_seg_, 0);
+      xcb_shm_get_image_reply_t* reply = xcb_shm_get_image_reply(conn_, cookie, &err);
+      if (reply == nullptr) {
+        std::free(err);
+        return failed("XShmGetImage failed");
+      }
+      bool size_ok = reply->size >= stride(width) * static_cast<std::size_t>(height);
+      std::free(reply);
+      if (!size_ok) return failed("XShmGetImage returned a short image");
+      return static_cast<const std::uint8_t*>(shm_addr_);
+    }
+    auto cookie = xcb_get_image(conn_, XCB_IMAGE_FORMAT_Z_PIXMAP, root_,
+                                static_cast<std::int16_t>(x), static_cast<std::int16_t>(y),
+                                static_cast<std::uint16_t>(width),
+                                static_cast<std::uint16_t>(height), ~0u);
+    xcb_get_image_reply_t* reply = xcb_get_image_reply(conn_, cookie, &err);
+    if (reply == nullptr) {
+      std::free(err);
+      return failed("GetImage failed");
+    }
+    std::size_t need = stride(width) * static_cast<std::size_t>(height);
+    std::size_t got = static_cast<std::size_t>(xcb_get_image_data_length(reply));
+    if (got < need) {
+      std::free(reply);
+      return failed("GetImage returned a short image");
+    }
+    fallback_.assign(xcb_get_image_data(reply), xcb_get_image_data(reply) + need);
+    std::free(reply);
+    return static_cast<const std::uint8_t*>(fallback_.data());
+  }
+
+  ::Display* dpy_;
+  xcb_connection_t* conn_;
+  xcb_window_t root_;
+  int width_;
+  int height_;
+  PixelFormat format_;
+  int scanline_pad_;
+  std::uint8_t* shm_addr_ = nullptr;
+  std::size_t shm_size_ = 0;
+  xcb_shm_seg_t shm_seg_ = 0;
+  bool shm_attached_ = false;
+  std::vector<std::uint8_t> fallback_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Capturer>> Capturer::create(::Display* dpy) {
+  return create(dpy, CaptureOptions{});
+}
+
+Result<std::unique_ptr<Capturer>> Capturer::create(::Display* dpy, const CaptureOptions& options) {
+  if (dpy == nullptr) return unavailable("no display connection");
+  xcb_connection_t* conn = XGetXCBConnection(dpy);
+  if (conn == nullptr || xcb_connection_has_error(conn)) return unavailable("X connection is broken");
+  const int screen = DefaultScreen(dpy);
+  Visual* visual = DefaultVisual(dpy, screen);
+  const int depth = DefaultDepth(dpy, screen);
+  if (visual == nullptr || (visual->c_class != TrueColor && visual->c_class != DirectColor)) {
+    return unavailable("the root visual is not TrueColor");
+  }
+  int count = 0;
+  XPixmapFormatValues* formats = XListPixmapFormats(dpy, &count);
+  int bpp = 0, pad = 0;
+  for (int i = 0; i < count; ++i) {
+    if (formats[i].depth == depth) {
+      bpp = formats[i].bits_per_pixel;
+      pad = formats[i].scanline_pad;
+    }
+  }
+  if (formats != nullptr) XFree(formats);
+  if ((bpp != 16 && bpp != 24 && bpp != 32) || pad <= 0 || pad % 8 != 0) {
+    return unavailable("unsupported pixel format (depth " + std::to_string(depth) + ")");
+  }
+  PixelFormat format;
+  format.bits_per_pixel = bpp;
+  format.msb_first = ImageByteOrder(dpy) == MSBFirst;
+  format.red_mask = static_cast<std::uint32_t>(visual->red_mask);
+  format.green_mask = static_cast<std::uint32_t>(visual->green_mask);
+  format.blue_mask = static_cast<std::uint32_t>(visual->blue_mask);
+  const int width = DisplayWidth(dpy, screen);
+  const int height = DisplayHeight(dpy, screen);
+  if (width <= 0 || height <= 0) return unavailable("the root window has no size");
+
+  auto capturer = std::make_unique<XcbCapturer>(dpy, conn, RootWindow(dpy, screen), width, height,
+                                                format, pad);
+  if (options.allow_shm && !env_forces_no_shm()) {
+    // A refused segment is not fatal: GetImage still works, only slower.
+    (void)capturer->init_shm();
+  }
+  // Prove the display can be read at all before handing the capturer out.
+  auto probe = capturer->grab_region(0, 0, 1, 1);
+  if (!probe.ok()) return unavailable("the root window cannot be read: " + probe.error().message);
+  return std::unique_ptr<Capturer>(std::move(capturer));
+}
+
+}  // namespace evident

@@ -1,0 +1,218 @@
+// Deterministic PNG: IHDR (8-bit RGB) + one IDAT per band of rows + IEND, nothing else.
+// The image is split into fixed bands; each band is filtered and deflated independently (raw
+// deflate, ending in a sync flush so it stops on a byte boundary), so bands compress in parallel
+// and concatenate into one valid zlib stream. The split depends on options only, never on the
+// number of threads, so the bytes are the same however the work was scheduled.
+#include "png_encoder.h"
+
+#include <libdeflate.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "evident/core/sha256.h"
+#include "thread_pool.h"
+
+namespace evident {
+namespace detail {
+namespace {
+
+constexpr int kMaxDimension = 1 << 15;
+
+void put_u32(std::string& out, std::uint32_t v) {
+  char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+               static_cast<char>(v)};
+  out.append(b, 4);
+}
+
+void put_chunk(std::string& out, const char type[4], const std::string& data) {
+  put_u32(out, static_cast<std::uint32_t>(data.size()));
+  std::size_t type_at = out.size();
+  out.append(type, 4);
+  out.append(data);
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data() + type_at), 4 + data.size());
+  put_u32(out, static_cast<std::uint32_t>(crc));
+}
+
+// One raw-deflate stream per thread, reset per band: allocation happens once per thread.
+struct Deflater {
+  z_stream strm{};
+  int level = -1;
+  std::vector<std::uint8_t> filtered;
+  std::vector<std::uint8_t> row_a, row_b;
+
+  ~Deflater() {
+    if (level >= 0) deflateEnd(&strm);
+  }
+  bool prepare(int want_level) {
+    if (level == want_level) return deflateReset(&strm) == Z_OK;
+    if (level >= 0) deflateEnd(&strm);
+    level = -1;
+    std::memset(&strm, 0, sizeof strm);
+    if (deflateInit2(&strm, want_level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      return false;
+    }
+    level = want_level;
+    return true;
+  }
+};
+
+Deflater& thread_deflater() {
+  thread_local Deflater d;
+  return d;
+}
+
+struct Band {
+  std::string data;        // compressed bytes (band 0 starts with the zlib header)
+  std::uint32_t adler = 1; // adler32 of this band's filtered bytes
+  std::size_t raw_len = 0;
+  bool ok = false;
+};
+
+void filter_row(PngFilter filter, const std::uint8_t* cur, const std::uint8_t* prev, int bytes,
+                std::uint8_t* out) {
+  switch (filter) {
+    case PngFilter::kNone:
+      out[0] = 0;
+      std::memcpy(out + 1, cur, bytes);
+      return;
+    case PngFilter::kSub:
+      out[0] = 1;
+      for (int i = 0; i < 3 && i < bytes; ++i) out[1 + i] = cur[i];
+      for (int i = 3; i < bytes; ++i) out[1 + i] = static_cast<std::uint8_t>(cur[i] - cur[i - 3]);
+      return;
+    case PngFilter::kUp:
+      out[0] = 2;
+      if (prev == nullptr) {
+        std::memcpy(out + 1, cur, bytes);
+      } else {
+        for (int i = 0; i < bytes; ++i) out[1 + i] = static_cast<std::uint8_t>(cur[i] - prev[i]);
+      }
+      return;
+  }
+}
+
+std::uint16_t zlib_header(int level) {
+  if (level <= 1) return 0x7801;
+  if (level <= 5) return 0x785e;
+  if (level == 6) return 0x789c;
+  return 0x78da;
+}
+
+void encode_band(int index, int bands, int width, int height, const RowSource& rows,
+                 const PngOptions& options, Band& band) {
+  Deflater& d = thread_deflater();
+  if (!d.prepare(options.level)) return;
+  const int row_bytes = width * 3;
+  const int y0 = index * options.band_rows;
+  const int y1 = std::min(height, y0 + options.band_rows);
+  const std::size_t stride = static_cast<std::size_t>(row_bytes) + 1;
+  d.filtered.resize(stride * static_cast<std::size_t>(y1 - y0));
+  d.row_a.resize(row_bytes);
+  d.row_b.resize(row_bytes);
+  std::uint8_t* scratch_cur = d.row_a.data();
+  std::uint8_t* scratch_prev = d.row_b.data();
+  const std::uint8_t* prev = nullptr;
+  if (options.filter == PngFilter::kUp && y0 > 0) prev = rows(y0 - 1, scratch_prev);
+  for (int y = y0; y < y1; ++y) {
+    const std::uint8_t* cur = rows(y, scratch_cur);
+    filter_row(options.filter, cur, prev, row_bytes,
+               d.filtered.data() + stride * static_cast<std::size_t>(y - y0));
+    prev = cur;
+    // The row just produced must survive as `prev`; the next row goes to the other scratch.
+    if (cur == scratch_cur) std::swap(scratch_cur, scratch_prev);
+  }
+  band.raw_len = d.filtered.size();
+  band.adler = libdeflate_adler32(1, d.filtered.data(), d.filtered.size());
+
+  const bool last = index == bands - 1;
+  std::size_t bound = deflateBound(&d.strm, d.filtered.size()) + 64;
+  std::size_t prefix = index == 0 ? 2 : 0;
+  band.data.resize(prefix + bound);
+  if (index == 0) {
+    std::uint16_t h = zlib_header(options.level);
+    band.data[0] = static_cast<char>(h >> 8);
+    band.data[1] = static_cast<char>(h & 0xff);
+  }
+  d.strm.next_in = d.filtered.data();
+  d.strm.avail_in = static_cast<uInt>(d.filtered.size());
+  d.strm.next_out = reinterpret_cast<Bytef*>(band.data.data() + prefix);
+  d.strm.avail_out = static_cast<uInt>(bound);
+  // A sync flush ends the band with an empty stored block, on a byte boundary and not final, so
+  // the next band's blocks can follow directly; only the last band finishes the stream.
+  int rc = deflate(&d.strm, last ? Z_FINISH : Z_SYNC_FLUSH);
+  if (last ? rc != Z_STREAM_END : (rc != Z_OK || d.strm.avail_out == 0)) return;
+  if (d.strm.avail_in != 0) return;
+  band.data.resize(prefix + (bound - d.strm.avail_out));
+  band.ok = true;
+}
+
+Error encode_error(const std::string& why) { return make_error("png-encode-failed", why); }
+
+}  // namespace
+
+Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
+                                 const PngOptions& options) {
+  if (width <= 0 || height <= 0 || width > kMaxDimension || height > kMaxDimension) {
+    return encode_error("image size out of range");
+  }
+  if (options.band_rows <= 0) return encode_error("band_rows must be positive");
+  if (options.level < 0 || options.level > 9) return encode_error("level must be 0..9");
+
+  const int bands = (height + options.band_rows - 1) / options.band_rows;
+  std::vector<Band> out(bands);
+  auto work = [&](int i) { encode_band(i, bands, width, height, rows, options, out[i]); };
+  if (options.threads == 1) {
+    for (int i = 0; i < bands; ++i) work(i);
+  } else {
+    parallel_for(bands, work);
+  }
+
+  uLong adler = 1;
+  std::size_t total = 8 + 25 + 12;
+  for (const Band& b : out) {
+    if (!b.ok) return encode_error("deflate failed");
+    adler = adler32_combine(adler, b.adler, static_cast<z_off_t>(b.raw_len));
+    total += b.data.size() + 12;
+  }
+
+  PngFrame frame;
+  frame.width = width;
+  frame.height = height;
+  std::string& png = frame.bytes;
+  png.reserve(total + 4);
+  static const char kSignature[8] = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
+  png.append(kSignature, 8);
+  std::string ihdr;
+  put_u32(ihdr, static_cast<std::uint32_t>(width));
+  put_u32(ihdr, static_cast<std::uint32_t>(height));
+  ihdr.append({'\x08', '\x02', '\x00', '\x00', '\x00'});  // 8-bit, RGB, deflate, filter 0, no interlace
+  put_chunk(png, "IHDR", ihdr);
+  for (int i = 0; i < bands; ++i) {
+    if (i == bands - 1) put_u32(out[i].data, static_cast<std::uint32_t>(adler));
+    put_chunk(png, "IDAT", out[i].data);
+  }
+  put_chunk(png, "IEND", std::string());
+  frame.sha256 = sha256_hex(png.data(), png.size());
+  return frame;
+}
+
+}  // namespace detail
+
+Result<PngFrame> encode_png(const RawImage& image, const PngOptions& options) {
+  if (image.width <= 0 || image.height <= 0 ||
+      image.rgb.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
+    return make_error("png-encode-failed", "image size does not match its pixel buffer");
+  }
+  const std::uint8_t* base = image.rgb.data();
+  const std::size_t row_bytes = static_cast<std::size_t>(image.width) * 3;
+  return detail::encode_png_rows(
+      image.width, image.height,
+      [base, row_bytes](int y, std::uint8_t*) { return base + row_bytes * y; }, options);
+}
+
+Result<PngFrame> encode_png(const RawImage& image) { return encode_png(image, PngOptions{}); }
+
+}  // namespace evident
