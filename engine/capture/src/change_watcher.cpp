@@ -55,10 +55,13 @@ class DamageWatcher final : public ChangeWatcher {
 
   bool using_damage() const override { return true; }
 
+  // The roundtrip makes the reset exact: the server has emptied the damage region before we
+  // return (other clients' drawing is ordered against ours only by a roundtrip), and events
+  // generated before that point are dropped with the drain.
   void reset() override {
-    drain();
     XDamageSubtract(dpy_, damage_, None, None);
-    XFlush(dpy_);
+    XSync(dpy_, False);
+    drain();
     last_change_us_ = 0;
   }
 
