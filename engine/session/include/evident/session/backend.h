@@ -1,0 +1,74 @@
+// What the session state machine needs from displays, apps, capture and input — and nothing
+// more. The service implements it over DisplayManager/ActionExecutor; unit tests use a fake.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "evident/actions/action.h"
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident {
+
+// The display and app a session is bound to, resolved at begin.
+struct SessionTarget {
+  std::int64_t display_id = 0;
+  std::string display_name;  // ":N"
+  std::string generation;
+  int width = 0;
+  int height = 0;
+  std::string app_id;
+  std::int64_t app_pid = 0;
+  std::string app_argv_sha256;
+};
+
+// One full-display PNG frame.
+struct SessionFrame {
+  std::string bytes;   // exact PNG bytes
+  std::string sha256;  // lowercase hex of bytes
+  int width = 0;
+  int height = 0;
+};
+
+// The outcome of one executed action (contract §4 result, as data).
+struct SessionActionOutcome {
+  std::string status;  // "ok" | "injected" | "failed"
+  std::string detail;  // never contains typed text or key names
+  std::int64_t input_event_count = 0;
+};
+
+// A display held exclusively by one session. Destroying the lease releases the display's
+// session lock; the session calls release_all_checked() first, so the lock is never released
+// while a key or button is held.
+class SessionLease {
+ public:
+  virtual ~SessionLease() = default;
+  virtual const SessionTarget& target() const = 0;
+  // A fresh full-display frame. Errors: "capture-failed", "capture-unavailable", or
+  // "session-display-lost" when the display is gone.
+  virtual Result<SessionFrame> capture() = 0;
+  // Runs one validated action (the caller holds no other lock); never throws.
+  virtual SessionActionOutcome execute(const Action& action, int index) = 0;
+  // Releases every held key and button and checks the release. "input-release-failed".
+  virtual Status release_all_checked() = 0;
+  // Whether the display's X server still answers / the app is still alive.
+  virtual bool display_alive() = 0;
+  virtual bool app_alive() = 0;
+};
+
+class SessionBackend {
+ public:
+  virtual ~SessionBackend() = default;
+  // Resolves the exact live display generation and a live app bound to it, then takes the
+  // display's exclusive session lock. Errors: "display-generation-mismatch" (unknown display,
+  // stale/foreign/malformed generation), "app-not-live" (unknown or exited app),
+  // "session-binding" (the app is live but bound to another display generation),
+  // "session-busy" (the display is locked, e.g. by a `cu actions` batch; retryable).
+  virtual Result<std::unique_ptr<SessionLease>> acquire(std::int64_t display_id,
+                                                        const std::string& generation,
+                                                        const std::string& app_id) = 0;
+};
+
+}  // namespace evident

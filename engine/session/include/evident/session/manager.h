@@ -1,0 +1,91 @@
+// The session protocol state machine (contract §5, docs/sessions.md): phases, exact sequences,
+// actor binding, limits, deadlines, expiry, frames and the receipt. Pure logic over a
+// SessionBackend and a Clock, so unit tests drive it with fakes and expire sessions without
+// waiting.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "evident/core/clock.h"
+#include "evident/core/json.h"
+#include "evident/session/backend.h"
+#include "evident/session/request.h"
+
+namespace evident {
+
+struct SessionOptions {
+  std::string evidence_root;  // <state_dir>/evidence; each session writes <root>/<session_id>/
+  std::string scratch_root;   // private runtime scratch; <root>/<session_id>/ removed at cleanup
+  const Clock* clock = nullptr;                 // default SystemClock
+  std::int64_t stage_timeout_ms = 180000;       // begin's admission → freeze
+  std::int64_t post_freeze_timeout_ms = 45000;  // freeze → observe, finish and close
+  std::size_t max_live_sessions = 8;
+  std::int64_t ended_retention_ms = 600000;     // how long an ended record answers status
+  std::size_t max_ended_records = 256;          // older ended records are dropped first
+};
+
+// Reads the test-only deadline overrides EVIDENT_SESSION_STAGE_TIMEOUT_MS and
+// EVIDENT_SESSION_POST_FREEZE_TIMEOUT_MS (positive integers) into `options`.
+void apply_session_timeout_env(SessionOptions* options);
+
+class SessionManager {
+ public:
+  SessionManager(SessionBackend& backend, SessionOptions options);
+  ~SessionManager();  // stops the reaper and aborts every live session (cleanup runs)
+  SessionManager(const SessionManager&) = delete;
+  SessionManager& operator=(const SessionManager&) = delete;
+
+  // Handles one raw request from `actor` (the control surface's resolved actor JSON) and
+  // returns {"ok":true,...snapshot} or {"ok":false,"error":{...}}. Thread-safe; never throws.
+  // Error ids: every session-* id of docs/sessions.md, display-generation-mismatch,
+  // app-not-live, capture-*, receipt-*, fs-error.
+  Json handle(const Json& actor, std::string_view raw_request);
+
+  // Expires every live session whose deadline has passed (cleanup runs, the display is
+  // released) and drops ended records past their retention. Returns how many expired.
+  std::size_t expire_due();
+  // Monotonic ms of the next deadline or retention drop; INT64_MAX if none.
+  std::int64_t next_deadline_ms() const;
+
+  // Starts a thread that calls expire_due() at each deadline (waits on a condition variable,
+  // never polls). Only meaningful with a real clock.
+  void start_reaper();
+  // Aborts every live session (cleanup runs); used at shutdown. Waits for requests in flight.
+  void abort_all();
+
+  std::size_t live_count() const;
+  // Whether `display_id` is held by a live session (so `cu actions` can be refused).
+  bool display_in_session(std::int64_t display_id) const;
+
+  struct Record;
+
+ private:
+  Json dispatch(const Json& actor, const SessionRequest& req);
+  Json begin(const Json& actor, const SessionRequest& req);
+  Json continue_op(const Json& actor, const SessionRequest& req);
+  void end_record(const std::shared_ptr<Record>& r, const std::string& phase,
+                  const std::string& reason, const Error* error);
+  Status cleanup(Record& r);
+  std::size_t expire_due_locked(std::unique_lock<std::mutex>& lock);
+  std::int64_t now_ms() const { return clock_->monotonic_ms(); }
+
+  SessionBackend& backend_;
+  SessionOptions options_;
+  const Clock* clock_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // request finished / deadline changed / stop
+  std::map<std::string, std::shared_ptr<Record>> records_;
+  bool stop_ = false;
+  std::thread reaper_;
+};
+
+}  // namespace evident

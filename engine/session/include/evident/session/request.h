@@ -1,0 +1,51 @@
+// One request of the externally driven session protocol (contract §5), parsed strictly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident {
+
+inline constexpr std::size_t kMaxSessionRequestBytes = 96 * 1024;
+inline constexpr std::size_t kMaxSessionBatchActions = 16;
+inline constexpr std::int64_t kMaxSessionActions = 64;
+
+enum class SessionOp { kBegin, kActions, kFreeze, kObserve, kFinish, kClose, kAbort, kStatus };
+const char* to_string(SessionOp op);
+
+// The fields of one request; only those of its op are set.
+struct SessionRequest {
+  SessionOp op = SessionOp::kStatus;
+  // begin
+  std::int64_t display_id = 0;
+  std::string generation;
+  std::string app_id;
+  std::string attempt_id;
+  std::string job_sha256;
+  // continuations
+  std::string session_id;
+  std::int64_t sequence = -1;           // -1 for begin and status
+  Json actions;                         // actions: the raw array, 1..16 items (validated later)
+  std::string pre_observation_sha256;   // observe
+  std::string observation_sha256;       // finish
+  Json claims;                          // finish: an object, JCS form ≤ 16 KiB
+};
+
+// Parses and shape-checks one raw request. Errors:
+//   "session-input-size"  more than 96 KiB;
+//   "session-json"        not strict JSON (syntax, duplicate keys at any depth, trailing data,
+//                         invalid UTF-8, floats, integers beyond ±(2^53−1));
+//   "session-command"     valid JSON of the wrong shape: not an object, missing or unknown op,
+//                         unknown/missing fields, wrong types, out-of-range scalars
+//                         (attempt_id length, sha256 hex, negative sequence);
+//   "session-actions"     `actions` is an array with 0 or more than 16 items;
+//   "session-claims"      `claims` is not an object, or its canonical form exceeds 16 KiB.
+// Field values are never echoed in messages.
+Result<SessionRequest> parse_session_request(std::string_view raw);
+
+}  // namespace evident

