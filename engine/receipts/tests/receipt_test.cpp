@@ -1,0 +1,147 @@
+// The builder: rebuilds every golden receipt byte for byte from its inputs (goldens whose digests
+// were computed by npm canonicalize + sha256sum), strips secrets, refuses malformed input, and
+// writes receipt.json atomically with mode 0600.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "evident/core/fs.h"
+#include "evident/core/random.h"
+#include "evident/receipts/jcs.h"
+#include "evident/receipts/receipt.h"
+#include "evident/receipts/verify.h"
+#include "test_util.h"
+
+namespace evident {
+namespace {
+
+using test::golden_dir;
+using test::golden_input;
+using test::read_text;
+
+TEST(Receipt, RebuildsGoldensByteForByte) {
+  for (const auto& name : test::golden_names()) {
+    SCOPED_TRACE(name);
+    auto receipt = build_receipt(golden_input(name));
+    ASSERT_TRUE(receipt.ok()) << receipt.error().message;
+    auto bytes = receipt_file_bytes(*receipt);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_EQ(*bytes, read_text(golden_dir(name) + "/receipt.json"));
+  }
+}
+
+TEST(Receipt, ProjectionRemovesSecrets) {
+  EXPECT_EQ(project_action(Json{{"type", "type"}, {"text", "hunter2"}}), (Json{{"type", "type"}}));
+  EXPECT_EQ(project_action(Json{{"type", "key"}, {"key", "ctrl+alt+Delete"}}),
+            (Json{{"type", "key"}}));
+  EXPECT_EQ(project_action(Json{{"type", "paste"}, {"text", "pw"}}), (Json{{"type", "paste"}}));
+  EXPECT_EQ(project_action(Json{{"type", "hold_key"}, {"key", "shift"}, {"ms", 100}}),
+            (Json{{"type", "hold_key"}, {"ms", 100}}));
+  Json click{{"type", "click"}, {"x", 1}, {"y", 2}, {"button", "right"}};
+  EXPECT_EQ(project_action(click), click);
+  Json scroll{{"type", "scroll"}, {"x", 1}, {"y", 2}, {"direction", "up"}, {"amount", 3}};
+  EXPECT_EQ(project_action(scroll), scroll);
+  EXPECT_EQ(project_action(Json::array()), Json::object());
+
+  // The typed text appears nowhere in the built receipt, not even as its digest.
+  ReceiptInput in = golden_input("three-actions");
+  auto receipt = build_receipt(in);
+  ASSERT_TRUE(receipt.ok());
+  std::string bytes = *receipt_file_bytes(*receipt);
+  EXPECT_EQ(bytes.find("hunter2"), std::string::npos);
+  EXPECT_EQ(bytes.find("ctrl+shift+t"), std::string::npos);
+  const Json& event = (*receipt)["transcript"][2];
+  ASSERT_EQ(event["action"], "type");
+  EXPECT_EQ(event["projection_sha256"],
+            *domain_digest(kDomainActionProjection, Json{{"type", "type"}}));
+  EXPECT_NE(event["projection_sha256"],
+            *domain_digest(kDomainActionProjection, in.actions[1].projection));
+}
+
+TEST(Receipt, ClaimsLimit) {
+  ReceiptInput in = golden_input("zero-actions");
+  in.claims = Json::array();
+  auto r = build_receipt(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "session-claims");
+
+  // {"a":"xxx…"} is 8 bytes + the string: exactly 16384 passes, 16385 fails.
+  in.claims = Json{{"a", std::string(16384 - 8, 'x')}};
+  ASSERT_EQ(canonicalize(in.claims)->size(), 16384u);
+  EXPECT_TRUE(build_receipt(in).ok());
+  in.claims = Json{{"a", std::string(16384 - 7, 'x')}};
+  r = build_receipt(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "session-claims");
+
+  in.claims = Json{{"f", 0.5}};
+  r = build_receipt(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "receipt-noncanonical");
+}
+
+TEST(Receipt, RefusesMalformedInput) {
+  auto expect_invalid = [](ReceiptInput in, const std::string& what) {
+    auto r = build_receipt(in);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.error().code, "receipt-invalid") << what;
+  };
+  const ReceiptInput good = golden_input("three-actions");
+  ASSERT_TRUE(build_receipt(good).ok());
+  ReceiptInput in = good;
+  in.session_id = "ses-XYZ";
+  expect_invalid(in, "session id");
+  in = good;
+  in.actions[0].frame_sha256 = "abc";
+  expect_invalid(in, "frame digest");
+  in = good;
+  in.actions[0].status = "failed";
+  expect_invalid(in, "failed status");
+  in = good;
+  in.actions[0].type = "paste";
+  in.actions[0].projection = Json{{"type", "paste"}, {"text", "x"}};
+  expect_invalid(in, "forbidden action");
+  in = good;
+  in.actions[0].type = "double_click";
+  expect_invalid(in, "projection type differs");
+  in = good;
+  in.frozen_wall_ms = in.started_wall_ms - 1;
+  expect_invalid(in, "time order");
+  in = good;
+  in.actor = Json{{"kind", "remote"}, {"uid", 1}};
+  expect_invalid(in, "actor");
+  in = good;
+  in.input_event_count = 0;
+  expect_invalid(in, "input events");
+  in = good;
+  in.binding.attempt_id = "";
+  expect_invalid(in, "attempt id");
+  in = good;
+  in.actions.resize(65, good.actions[0]);
+  expect_invalid(in, "65 actions");
+}
+
+TEST(Receipt, WritesAtomicallyWithMode0600) {
+  std::string dir = "/tmp/evident-receipts-test-" + random_hex(8);
+  ASSERT_TRUE(make_private_dir(dir).ok());
+  auto receipt = build_receipt(golden_input("zero-actions"));
+  ASSERT_TRUE(receipt.ok());
+  ASSERT_TRUE(write_receipt_atomic(dir, *receipt).ok());
+  std::string path = dir + "/receipt.json";
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(read_text(path), read_text(golden_dir("zero-actions") + "/receipt.json"));
+  auto loaded = load_receipt_file(path);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(verify_receipt(*loaded, VerifyOptions{}).ok);
+  // Overwrite in place with another receipt: a reader sees one or the other, whole.
+  auto other = build_receipt(golden_input("three-actions"));
+  ASSERT_TRUE(write_receipt_atomic(dir, *other).ok());
+  EXPECT_EQ(read_text(path), read_text(golden_dir("three-actions") + "/receipt.json"));
+  EXPECT_FALSE(write_receipt_atomic(dir + "/missing/sub", *other).ok());
+  ASSERT_TRUE(remove_tree(dir).ok());
+}
+
+}  // namespace
+}  // namespace evident
