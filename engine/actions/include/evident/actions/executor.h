@@ -1,0 +1,87 @@
+// Runs validated actions on one display through its persistent connection (XTest input via
+// evident_input, frames via evident_capture) and reports honest statuses.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "evident/actions/action.h"
+#include "evident/capture/capture.h"
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident {
+
+class InputDevice;
+
+enum class ActionStatus { kOk, kInjected, kFailed };
+const char* to_string(ActionStatus status);  // "ok" | "injected" | "failed"
+
+struct ActionResult {
+  int index = 0;
+  ActionType type = ActionType::kWait;
+  ActionStatus status = ActionStatus::kFailed;
+  std::string detail;              // never contains typed text or key names
+  std::uint64_t input_events = 0;  // XTest events this action injected
+  bool input = false;              // an input action (contract §6 "input")
+  std::optional<PngFrame> frame;   // screenshot/zoom: the PNG (also written under observation_dir)
+  std::string frame_path;
+  // {"index","type","status","detail"} (+ "png" for screenshot/zoom).
+  Json to_json() const;
+};
+
+// Everything the executor needs from its display, as plain parameters (no display module).
+struct ExecutorContext {
+  ::Display* dpy = nullptr;       // the display's one persistent connection
+  std::mutex* dpy_mutex = nullptr;  // held by every user of `dpy`
+  Capturer* capturer = nullptr;   // for screenshot/zoom/observation
+  ChangeWatcher* watcher = nullptr;  // for settle (may be null: settle reports "off")
+  int width = 0;
+  int height = 0;
+  std::string observation_dir;  // private 0700 dir for observation/zoom PNGs ("" = don't write)
+  // Opens an extra connection to the same display (keymap barrier, clipboard). Null: XOpenDisplay
+  // of DisplayString(dpy) with the process environment's XAUTHORITY.
+  std::function<::Display*()> open_aux;
+};
+
+class ActionExecutor {
+ public:
+  // "input-unavailable" when the display lacks XTEST/XKB.
+  static Result<std::unique_ptr<ActionExecutor>> create(ExecutorContext context);
+  ~ActionExecutor();  // releases held keys/buttons and restores the keymap
+
+  // Runs one action; never throws. Takes the display mutex only while talking to X.
+  ActionResult execute(const Action& action, int index);
+  // Releases every held key and button and restores remapped keycodes, then verifies
+  // (XQueryKeymap, XQueryPointer masks, XGetKeyboardMapping).
+  // "input-release-failed", "keymap-restore-failed".
+  Status release_all_checked();
+  // XTest input events injected by this executor so far.
+  std::uint64_t input_event_count();
+  // steady_us() of the end of the last input action (the settle anchor); 0 if none.
+  std::int64_t last_input_us() const { return last_input_us_; }
+  // Interrupts wait/hold_key in progress (they end early, hold_key releases); for cancel paths.
+  void cancel();
+
+  const ExecutorContext& context() const { return ctx_; }
+
+ private:
+  explicit ActionExecutor(ExecutorContext context);
+  ActionResult run(const Action& action, int index);
+  bool interruptible_wait(std::int64_t ms);  // false if cancelled
+
+  ExecutorContext ctx_;
+  std::unique_ptr<InputDevice> input_;
+  std::int64_t last_input_us_ = 0;
+  std::mutex cancel_mu_;
+  std::condition_variable cancel_cv_;
+  bool cancelled_ = false;
+};
+
+}  // namespace evident

@@ -1,0 +1,115 @@
+#include <X11/Xlib.h>
+#undef Status
+
+#include "evident/actions/batch.h"
+
+#include "evident/core/clock.h"
+#include "evident/core/fs.h"
+
+namespace evident {
+namespace {
+
+const char* settle_name(SettleOutcome o) {
+  switch (o) {
+    case SettleOutcome::kSettled: return "settled";
+    case SettleOutcome::kStillLoading: return "still_loading";
+    case SettleOutcome::kFixed: return "fixed";
+    case SettleOutcome::kOff: return "off";
+  }
+  return "off";
+}
+
+}  // namespace
+
+Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
+  const std::string code = "actions-request";
+  JsonFields f(request, code, "request");
+  EVIDENT_TRY(f.only({"actions", "observe", "settle", "coordinate_space"}));
+  bool observe = true;
+  if (f.has("observe")) {
+    auto o = f.string("observe");
+    if (!o.ok()) return o.error();
+    if (*o != "pixels" && *o != "none") return make_error(code, "request: field \"observe\" must be pixels or none");
+    observe = *o == "pixels";
+  }
+  std::int64_t settle_cap_ms = 0;  // 0 = off
+  if (f.has("settle")) {
+    const Json& s = request.at("settle");
+    if (s.is_boolean()) {
+      settle_cap_ms = s.get<bool>() ? kSettleDefaultCapMs : 0;
+    } else {
+      auto ms = f.integer("settle", 1, kSettleMaxCapMs);
+      if (!ms.ok()) {
+        return make_error(code, "request: field \"settle\" must be true, false or an integer 1.." +
+                                    std::to_string(kSettleMaxCapMs));
+      }
+      settle_cap_ms = *ms;
+    }
+  }
+  CoordinateSpace space = CoordinateSpace::kPixel;
+  if (f.has("coordinate_space")) {
+    auto cs = f.string("coordinate_space");
+    if (!cs.ok()) return cs.error();
+    auto parsed = parse_coordinate_space(*cs);
+    if (!parsed) return make_error(code, "request: field \"coordinate_space\" must be pixel or normalized_1000");
+    space = *parsed;
+  }
+  auto arr = f.array("actions");
+  if (!arr.ok()) return arr.error();
+  const ExecutorContext& ctx = executor.context();
+  auto actions = parse_actions(**arr, BatchMode::kCuActions, space, ctx.width, ctx.height);
+  if (!actions.ok()) return actions.error();
+
+  Json results = Json::array();
+  bool any_input = false;
+  for (std::size_t i = 0; i < actions->size(); ++i) {
+    ActionResult r = executor.execute((*actions)[i], static_cast<int>(i));
+    any_input = any_input || r.input;
+    results.push_back(r.to_json());
+    // A failed action ends the batch: later actions depended on it (documented in docs/actions.md).
+    if (r.status == ActionStatus::kFailed) break;
+  }
+  EVIDENT_TRY(executor.release_all_checked());
+
+  Json settle{{"outcome", "off"}, {"elapsed_ms", 0}};
+  if (settle_cap_ms > 0) {
+    if (!any_input) {
+      settle["outcome"] = "fixed";  // nothing was injected, so there is nothing to settle
+    } else if (ctx.watcher) {
+      const std::int64_t anchor = executor.last_input_us();
+      SettleOutcome outcome;
+      {
+        std::lock_guard<std::mutex> lock(*ctx.dpy_mutex);
+        outcome = ctx.watcher->wait_settled(anchor, kSettleQuietMs, settle_cap_ms);
+      }
+      settle["outcome"] = settle_name(outcome);
+      settle["elapsed_ms"] = (steady_us() - anchor) / 1000;
+    }
+  }
+
+  Json observation{{"kind", "none"}, {"reason", "not requested (observe: none)"}, {"png", nullptr}};
+  if (observe) {
+    Result<PngFrame> frame = make_error("capture-unavailable", "no capturer for this display");
+    if (ctx.capturer) {
+      std::lock_guard<std::mutex> lock(*ctx.dpy_mutex);
+      XSync(ctx.dpy, False);  // every earlier request, input included, is processed before the grab
+      frame = ctx.capturer->capture_png();
+    }
+    if (!frame.ok()) {
+      observation["reason"] = "capture failed: " + frame.error().message;
+    } else {
+      Json png{{"path", nullptr}, {"sha256", frame->sha256},
+               {"byte_length", static_cast<std::int64_t>(frame->bytes.size())},
+               {"width", frame->width}, {"height", frame->height}};
+      if (!ctx.observation_dir.empty()) {
+        const std::string path = ctx.observation_dir + "/" + frame->sha256 + ".png";
+        if (Status s = write_file_atomic(path, frame->bytes); s.ok()) png["path"] = path;
+      }
+      observation = Json{{"kind", "pixels"}, {"reason", "full display after the batch and its settle"},
+                         {"png", png}};
+    }
+  }
+  return Json{{"results", results}, {"observation", observation}, {"settle", settle}};
+}
+
+}  // namespace evident

@@ -1,0 +1,311 @@
+#include <X11/Xlib.h>
+#undef Status
+
+#include "evident/actions/executor.h"
+
+#include <chrono>
+
+#include "evident/core/clock.h"
+#include "evident/core/fs.h"
+#include "evident/input/input.h"
+#include "evident/input/keys.h"
+#include "evident/input/selection.h"
+#include "evident/input/unicode.h"
+
+namespace evident {
+namespace {
+
+// How long paste waits for the target to fetch the clipboard.
+constexpr std::int64_t kPasteFetchTimeoutMs = 2000;
+
+std::string pos(int x, int y) { return "(" + std::to_string(x) + "," + std::to_string(y) + ")"; }
+
+}  // namespace
+
+const char* to_string(ActionStatus status) {
+  switch (status) {
+    case ActionStatus::kOk: return "ok";
+    case ActionStatus::kInjected: return "injected";
+    case ActionStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+Json ActionResult::to_json() const {
+  Json j{{"index", index}, {"type", evident::to_string(type)}, {"status", evident::to_string(status)},
+         {"detail", detail}};
+  if (frame) {
+    j["png"] = Json{{"path", frame_path.empty() ? Json(nullptr) : Json(frame_path)},
+                    {"sha256", frame->sha256},
+                    {"byte_length", static_cast<std::int64_t>(frame->bytes.size())},
+                    {"width", frame->width},
+                    {"height", frame->height}};
+  }
+  return j;
+}
+
+ActionExecutor::ActionExecutor(ExecutorContext context) : ctx_(std::move(context)) {}
+
+ActionExecutor::~ActionExecutor() {
+  if (input_) {
+    std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+    (void)input_->release_all_checked();
+    input_.reset();
+  }
+}
+
+Result<std::unique_ptr<ActionExecutor>> ActionExecutor::create(ExecutorContext context) {
+  if (!context.dpy || !context.dpy_mutex) return make_error("input-unavailable", "no display connection");
+  std::unique_ptr<ActionExecutor> ex(new ActionExecutor(std::move(context)));
+  std::lock_guard<std::mutex> lock(*ex->ctx_.dpy_mutex);
+  InputOptions opts;
+  opts.open_aux = ex->ctx_.open_aux;
+  auto dev = InputDevice::create(ex->ctx_.dpy, opts);
+  if (!dev.ok()) return dev.error();
+  ex->input_ = std::move(*dev);
+  return ex;
+}
+
+std::uint64_t ActionExecutor::input_event_count() {
+  std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+  return input_->event_count();
+}
+
+void ActionExecutor::cancel() {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  cancelled_ = true;
+  cancel_cv_.notify_all();
+}
+
+bool ActionExecutor::interruptible_wait(std::int64_t ms) {
+  std::unique_lock<std::mutex> lock(cancel_mu_);
+  return !cancel_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return cancelled_; });
+}
+
+Status ActionExecutor::release_all_checked() {
+  std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+  return input_->release_all_checked();
+}
+
+ActionResult ActionExecutor::execute(const Action& action, int index) {
+  ActionResult r;
+  std::uint64_t before = 0;
+  {
+    std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+    before = input_->event_count();
+  }
+  r = run(action, index);
+  {
+    std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+    r.input_events = input_->event_count() - before;
+  }
+  r.index = index;
+  r.type = action.type;
+  r.input = action.input();
+  if (r.input) {
+    // The settle anchor: changes seen before the end of the last input action do not count.
+    last_input_us_ = steady_us();
+    if (ctx_.watcher) {
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      ctx_.watcher->reset();
+    }
+  }
+  return r;
+}
+
+ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
+  ActionResult r;
+  auto fail = [&](const std::string& detail) {
+    r.status = ActionStatus::kFailed;
+    r.detail = detail;
+    return r;
+  };
+  auto injected = [&](const std::string& detail) {
+    r.status = ActionStatus::kInjected;
+    r.detail = detail;
+    return r;
+  };
+  const char* bname = a.button == 1 ? "left" : a.button == 2 ? "middle" : "right";
+  switch (a.type) {
+    case ActionType::kClick:
+    case ActionType::kDoubleClick:
+    case ActionType::kTripleClick: {
+      const int count = a.type == ActionType::kClick ? 1 : a.type == ActionType::kDoubleClick ? 2 : 3;
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      if (Status s = input_->click(a.x, a.y, a.button, count); !s.ok()) {
+        return fail("expected " + std::to_string(count) + " " + bname + " click(s) at " + pos(a.x, a.y) +
+                    ", observed dispatch error: " + s.error().message);
+      }
+      auto p = input_->pointer();
+      if (p.ok() && (p->first != a.x || p->second != a.y)) {
+        return fail("expected the pointer at " + pos(a.x, a.y) + ", observed " + pos(p->first, p->second));
+      }
+      return injected(std::to_string(count) + " " + bname + " click(s) at " + pos(a.x, a.y) +
+                      "; pointer position verified, effect not verified");
+    }
+    case ActionType::kMouseDown:
+    case ActionType::kMouseUp: {
+      const bool down = a.type == ActionType::kMouseDown;
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      if (Status s = input_->button(a.x, a.y, a.button, down); !s.ok()) {
+        return fail(std::string("expected ") + bname + (down ? " press" : " release") + " at " +
+                    pos(a.x, a.y) + ", observed dispatch error: " + s.error().message);
+      }
+      return injected(std::string(bname) + (down ? " button pressed" : " button released") + " at " +
+                      pos(a.x, a.y) + (down ? " (held until mouse_up or the end of the batch)" : ""));
+    }
+    case ActionType::kMoveMouse: {
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      if (Status s = input_->move(a.x, a.y); !s.ok()) {
+        return fail("expected the pointer at " + pos(a.x, a.y) + ", observed dispatch error: " + s.error().message);
+      }
+      auto p = input_->pointer();
+      if (!p.ok()) return fail("expected the pointer at " + pos(a.x, a.y) + ", observed: " + p.error().message);
+      if (p->first != a.x || p->second != a.y) {
+        return fail("expected the pointer at " + pos(a.x, a.y) + ", observed " + pos(p->first, p->second));
+      }
+      r.status = ActionStatus::kOk;
+      r.detail = "pointer at " + pos(a.x, a.y) + " (verified with XQueryPointer)";
+      return r;
+    }
+    case ActionType::kDrag: {
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      if (Status s = input_->drag(a.x, a.y, a.end_x, a.end_y, a.button); !s.ok()) {
+        return fail("expected a drag " + pos(a.x, a.y) + " -> " + pos(a.end_x, a.end_y) +
+                    ", observed dispatch error: " + s.error().message);
+      }
+      auto p = input_->pointer();
+      if (p.ok() && (p->first != a.end_x || p->second != a.end_y)) {
+        return fail("expected the pointer at the drag end " + pos(a.end_x, a.end_y) + ", observed " +
+                    pos(p->first, p->second));
+      }
+      return injected(std::string(bname) + " drag " + pos(a.x, a.y) + " -> " + pos(a.end_x, a.end_y) +
+                      "; end position verified, effect not verified");
+    }
+    case ActionType::kScroll: {
+      static const char* kDir[] = {"up", "down", "left", "right"};
+      const char* dir = kDir[a.scroll_button - 4];
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      if (Status s = input_->scroll(a.x, a.y, a.scroll_button, a.amount); !s.ok()) {
+        return fail(std::string("expected ") + std::to_string(a.amount) + " scroll step(s) " + dir +
+                    ", observed dispatch error: " + s.error().message);
+      }
+      return injected(std::to_string(a.amount) + " scroll step(s) " + dir + " (button " +
+                      std::to_string(a.scroll_button) + ") at " + pos(a.x, a.y));
+    }
+    case ActionType::kType: {
+      auto cps = decode_utf8(a.text);
+      if (!cps.ok()) return fail("expected valid UTF-8 text, observed invalid bytes");
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      auto rep = input_->type(*cps);
+      if (!rep.ok()) {
+        return fail("expected " + std::to_string(cps->size()) + " character(s) typed, observed: " +
+                    rep.error().message);
+      }
+      std::string d = std::to_string(rep->characters) + " character(s) typed";
+      if (rep->remapped) d += ", " + std::to_string(rep->remapped) + " through spare keycodes";
+      if (rep->barriers) d += ", " + std::to_string(rep->barriers) + " keymap barrier(s)";
+      if (rep->barrier_timeouts) {
+        d += " (" + std::to_string(rep->barrier_timeouts) +
+             " passed on their time bound without full evidence)";
+      }
+      d += "; delivery not read back";
+      return injected(d);
+    }
+    case ActionType::kPaste: {
+      std::function<::Display*()> open = ctx_.open_aux;
+      if (!open) {
+        std::string name;
+        {
+          std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+          name = DisplayString(ctx_.dpy);
+        }
+        open = [name] { return XOpenDisplay(name.c_str()); };
+      }
+      auto server = SelectionServer::start(open, a.text);
+      if (!server.ok()) return fail("expected to own the clipboard, observed: " + server.error().message);
+      auto chord = parse_key_chord("ctrl+v", "action-invalid");
+      {
+        std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+        Status s = input_->press_chord(*chord);
+        Status s2 = input_->release_chord(*chord);
+        if (!s.ok() || !s2.ok()) {
+          const std::string how = (*server)->finish();
+          return fail("expected ctrl+v sent, observed dispatch error; selection " + how);
+        }
+      }
+      const bool fetched = (*server)->wait_fetched(steady_us() + kPasteFetchTimeoutMs * 1000);
+      const std::string how = (*server)->finish();
+      if (!fetched) {
+        return fail("expected the focused client to fetch the clipboard within " +
+                    std::to_string(kPasteFetchTimeoutMs) + " ms after ctrl+v, observed no request; selection " + how);
+      }
+      return injected("ctrl+v sent; the clipboard was fetched " + std::to_string((*server)->text_requests()) +
+                      " time(s); CLIPBOARD and PRIMARY " + how);
+    }
+    case ActionType::kKey:
+    case ActionType::kHoldKey: {
+      auto chord = parse_key_chord(a.key, "action-invalid");
+      if (!chord.ok()) return fail("expected a known key, observed an unknown one");
+      {
+        std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+        if (Status s = input_->press_chord(*chord); !s.ok()) {
+          (void)input_->release_chord(*chord);
+          return fail("expected the key pressed, observed: " + s.error().message);
+        }
+        if (a.type == ActionType::kKey) {
+          if (Status s = input_->release_chord(*chord); !s.ok()) {
+            return fail("expected the key released, observed: " + s.error().message);
+          }
+          return injected("key chord of " + std::to_string(chord->keysyms.size()) + " key(s) pressed and released");
+        }
+      }
+      const bool completed = interruptible_wait(a.ms);
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      if (Status s = input_->release_chord(*chord); !s.ok()) {
+        return fail("expected the held key released, observed: " + s.error().message);
+      }
+      if (!completed) return fail("expected the key held " + std::to_string(a.ms) + " ms, observed cancellation (released)");
+      return injected("key chord of " + std::to_string(chord->keysyms.size()) + " key(s) held " +
+                      std::to_string(a.ms) + " ms, then released");
+    }
+    case ActionType::kWait: {
+      if (!interruptible_wait(a.ms)) return fail("expected a wait of " + std::to_string(a.ms) + " ms, observed cancellation");
+      r.status = ActionStatus::kOk;
+      r.detail = "waited " + std::to_string(a.ms) + " ms";
+      return r;
+    }
+    case ActionType::kScreenshot:
+    case ActionType::kZoom: {
+      if (!ctx_.capturer) return fail("expected a frame, observed no capturer for this display");
+      Result<PngFrame> frame = make_error("capture-failed", "not captured");
+      {
+        std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+        // XSync first: the frame is taken after every earlier request (including input) was processed.
+        XSync(ctx_.dpy, False);
+        if (a.type == ActionType::kScreenshot) {
+          frame = ctx_.capturer->capture_png();
+        } else {
+          auto raw = ctx_.capturer->grab_region(a.x, a.y, a.width, a.height);
+          if (raw.ok()) frame = encode_png(*raw); else frame = raw.error();
+        }
+      }
+      if (!frame.ok()) return fail("expected a frame, observed: " + frame.error().message);
+      r.frame = *frame;
+      if (!ctx_.observation_dir.empty()) {
+        r.frame_path = ctx_.observation_dir + "/" + frame->sha256 + ".png";
+        if (Status s = write_file_atomic(r.frame_path, frame->bytes); !s.ok()) {
+          return fail("expected the PNG written, observed: " + s.error().message);
+        }
+      }
+      r.status = ActionStatus::kOk;
+      r.detail = std::string(a.type == ActionType::kZoom ? "zoom " : "screenshot ") +
+                 std::to_string(frame->width) + "x" + std::to_string(frame->height) + " sha256 " + frame->sha256;
+      if (a.type == ActionType::kZoom) r.detail += " at " + pos(a.x, a.y) + " (clamped to the display)";
+      return r;
+    }
+  }
+  return fail("unknown action");
+}
+
+}  // namespace evident

@@ -1,0 +1,115 @@
+// The stateful native input layer: XTest only (XTestFakeMotionEvent / ButtonEvent / KeyEvent,
+// never XWarpPointer or XSendEvent) over one display's persistent Xlib connection.
+// It tracks what it holds (keys, buttons, remapped spare keycodes) so every exit path can release
+// and restore, and it verifies the release (XQueryKeymap, XQueryPointer) and the keymap restore
+// (XGetKeyboardMapping). See docs/input.md.
+#pragma once
+
+typedef struct _XDisplay Display;  // Xlib
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evident/core/status.h"
+#include "evident/input/keys.h"
+
+namespace evident {
+
+namespace detail {
+class RecordWatch;
+}
+
+struct InputOptions {
+  // Opens an extra connection to the same display (for the RECORD keymap barrier). Null: use
+  // XOpenDisplay(DisplayString(dpy)) (needs XAUTHORITY in the environment).
+  std::function<::Display*()> open_aux;
+  // Keymap barrier: how long a receiving client must be quiet after fetching the keymap, and the
+  // bound after which typing goes on anyway (reported in the type detail).
+  std::int64_t barrier_quiet_ms = 15;
+  std::int64_t barrier_timeout_ms = 2000;
+};
+
+// What typing did, for honest action details (never contains the text).
+struct TypeReport {
+  int characters = 0;      // code points typed
+  int remapped = 0;        // characters sent through spare keycodes
+  int barriers = 0;        // keymap barriers passed
+  int barrier_timeouts = 0;  // barriers that hit their bound without full evidence
+};
+
+// Not thread-safe: the caller holds the display's mutex around every call.
+class InputDevice {
+ public:
+  // "input-unavailable": no XTEST or no XKB on the display.
+  static Result<std::unique_ptr<InputDevice>> create(::Display* dpy, InputOptions options = {});
+  ~InputDevice();
+  InputDevice(const InputDevice&) = delete;
+  InputDevice& operator=(const InputDevice&) = delete;
+
+  // Each call below sends its events in one batch and ends with XSync, so when it returns the
+  // server has processed them. Errors: "input-dispatch-failed" (XTest refused or an X error).
+  Status move(int x, int y);
+  Status button(int x, int y, int button, bool down);  // moves first, then press or release
+  Status click(int x, int y, int button, int count);   // count 1..3, back to back = multi-click
+  Status scroll(int x, int y, int button, int amount);  // button 4..7
+  Status drag(int x0, int y0, int x1, int y1, int button);
+  // Types code points ('\n' Return, '\t' Tab). Keymap characters use their keycode and level
+  // modifiers (Shift, ISO_Level3_Shift); others go through spare keycodes (see docs/input.md).
+  // Modifier and Caps Lock state are restored before returning. "input-dispatch-failed",
+  // "keymap-no-spare-keycode".
+  Result<TypeReport> type(const std::u32string& text);
+  // Presses the chord (modifiers first) and keeps it held; release_chord releases in reverse.
+  Status press_chord(const KeyChord& chord);
+  Status release_chord(const KeyChord& chord);
+
+  // Pointer position on the root window. "input-dispatch-failed".
+  Result<std::pair<int, int>> pointer();
+
+  // Releases every key and button held (by us, or found down on the server), then verifies with
+  // XQueryKeymap and XQueryPointer. "input-release-failed".
+  Status release_all_checked();
+  // Waits for the keymap barrier, maps used spare keycodes back to their original keysyms and
+  // verifies with XGetKeyboardMapping. "keymap-restore-failed".
+  Status restore_keymap_checked();
+  // True while some spare keycode is remapped.
+  bool keymap_dirty() const;
+
+  // XTest events injected so far.
+  std::uint64_t event_count() const { return events_; }
+  ::Display* display() const { return dpy_; }
+
+ private:
+  struct Keymap;
+  InputDevice(::Display* dpy, InputOptions options);
+  Status init();
+  Status refresh_keymap();
+  Status sync_checked(const char* what);
+  void fake_key(unsigned keycode, bool down);
+  void fake_button(int button, bool down);
+  void fake_motion(int x, int y);
+  Status barrier(TypeReport* report);
+  void start_watch();
+  struct Stroke {
+    unsigned keycode;
+    unsigned mods;  // real modifier mask the level needs
+  };
+  Result<Stroke> stroke_for(unsigned long keysym, bool allow_remap, std::vector<unsigned>* chunk_new,
+                            bool* need_barrier);
+
+  ::Display* dpy_;
+  InputOptions options_;
+  std::unique_ptr<Keymap> keymap_;
+  std::unique_ptr<detail::RecordWatch> watch_;
+  bool watch_tried_ = false;
+  std::uint64_t events_ = 0;
+  std::uint64_t markers_ = 0;
+  std::set<unsigned> held_keys_;
+  std::set<int> held_buttons_;
+};
+
+}  // namespace evident

@@ -1,0 +1,514 @@
+#include <X11/XKBlib.h>
+#include <X11/Xlib.h>
+#include <X11/Xproto.h>
+#include <X11/extensions/XTest.h>
+#include <X11/keysym.h>
+
+#include "record_watch.h"
+#undef Status  // Xlib's macro; evident::Status is used below
+
+#include "evident/input/input.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "evident/core/clock.h"
+#include "evident/input/unicode.h"
+
+namespace evident {
+
+namespace {
+
+// X errors are reported asynchronously to one process-wide handler; record them per connection
+// so sync_checked() can turn them into `failed` results instead of Xlib's default exit().
+std::mutex g_error_mu;
+std::map<::Display*, int> g_errors;
+
+int record_x_error(::Display* dpy, XErrorEvent* ev) {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  g_errors[dpy] = ev->error_code;
+  return 0;
+}
+
+void install_error_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { XSetErrorHandler(&record_x_error); });
+}
+
+int take_x_error(::Display* dpy) {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  auto it = g_errors.find(dpy);
+  if (it == g_errors.end()) return 0;
+  const int code = it->second;
+  g_errors.erase(it);
+  return code;
+}
+
+constexpr unsigned kButtonMasks = Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask;
+
+}  // namespace
+
+struct InputDevice::Keymap {
+  int min_kc = 8;
+  int max_kc = 255;
+  std::unordered_map<unsigned long, Stroke> index;  // keysym -> best (fewest modifiers) stroke
+  unsigned mod_keycode[8] = {};                     // keycode that sets real modifier bit i
+  unsigned caps_keycode = 0;
+  // Spare keycodes (no keysyms at all in the original map), their original core keysyms, what
+  // each is mapped to now (0 = original), least recently used first, and the ones used since the
+  // last barrier (they must not be remapped until the barrier passed).
+  std::vector<unsigned> spare;
+  std::map<unsigned, std::vector<KeySym>> original;
+  std::map<unsigned, unsigned long> current;
+  std::vector<unsigned> lru;
+  std::set<unsigned> dirty;
+  bool epoch_open = false;
+};
+
+InputDevice::InputDevice(::Display* dpy, InputOptions options)
+    : dpy_(dpy), options_(std::move(options)), keymap_(std::make_unique<Keymap>()) {}
+
+InputDevice::~InputDevice() {
+  // Last exit path: never leave keys/buttons held or the keymap changed behind.
+  if (dpy_) {
+    (void)release_all_checked();
+  }
+}
+
+Result<std::unique_ptr<InputDevice>> InputDevice::create(::Display* dpy, InputOptions options) {
+  if (!dpy) return make_error("input-unavailable", "no X connection");
+  int ev = 0, err = 0, major = 0, minor = 0;
+  if (!XTestQueryExtension(dpy, &ev, &err, &major, &minor)) {
+    return make_error("input-unavailable", "the display has no XTEST extension");
+  }
+  int opcode = 0, xkb_ev = 0, xkb_err = 0, xkb_major = XkbMajorVersion, xkb_minor = XkbMinorVersion;
+  if (!XkbQueryExtension(dpy, &opcode, &xkb_ev, &xkb_err, &xkb_major, &xkb_minor)) {
+    return make_error("input-unavailable", "the display has no XKEYBOARD extension");
+  }
+  install_error_handler();
+  std::unique_ptr<InputDevice> dev(new InputDevice(dpy, std::move(options)));
+  if (Status s = dev->init(); !s.ok()) {
+    dev->dpy_ = nullptr;  // nothing to release
+    return s.error();
+  }
+  return dev;
+}
+
+Status InputDevice::init() {
+  Keymap& km = *keymap_;
+  XDisplayKeycodes(dpy_, &km.min_kc, &km.max_kc);
+  int per = 0;
+  const int count = km.max_kc - km.min_kc + 1;
+  KeySym* syms = XGetKeyboardMapping(dpy_, static_cast<KeyCode>(km.min_kc), count, &per);
+  if (!syms) return make_error("input-unavailable", "cannot read the keyboard mapping");
+  for (int i = 0; i < count; ++i) {
+    const KeySym* row = syms + static_cast<std::ptrdiff_t>(i) * per;
+    if (std::all_of(row, row + per, [](KeySym k) { return k == NoSymbol; })) {
+      const auto kc = static_cast<unsigned>(km.min_kc + i);
+      km.spare.push_back(kc);
+      km.original[kc] = std::vector<KeySym>(row, row + per);
+      km.current[kc] = 0;
+      km.lru.push_back(kc);
+    }
+  }
+  XFree(syms);
+  return refresh_keymap();
+}
+
+Status InputDevice::refresh_keymap() {
+  Keymap& km = *keymap_;
+  XkbDescPtr xkb = XkbGetMap(dpy_, XkbKeyTypesMask | XkbKeySymsMask | XkbVirtualModsMask, XkbUseCoreKbd);
+  if (!xkb) return make_error("input-dispatch-failed", "cannot read the XKB keymap");
+  km.index.clear();
+  const std::set<unsigned> spare(km.spare.begin(), km.spare.end());
+  for (int kc = xkb->min_key_code; kc <= xkb->max_key_code; ++kc) {
+    if (spare.count(static_cast<unsigned>(kc))) continue;
+    if (XkbKeyNumGroups(xkb, kc) < 1) continue;
+    const int width = XkbKeyGroupWidth(xkb, kc, 0);
+    XkbKeyTypePtr type = XkbKeyKeyType(xkb, kc, 0);
+    for (int level = 0; level < width; ++level) {
+      const KeySym ks = XkbKeySymEntry(xkb, kc, level, 0);
+      if (ks == NoSymbol) continue;
+      // The fewest real modifiers that select this level (Caps Lock routes are skipped: the lock
+      // state is handled separately).
+      int best = -1;
+      if (level == 0) best = 0;
+      for (int m = 0; type && m < type->map_count; ++m) {
+        const XkbKTMapEntryRec& e = type->map[m];
+        if (!e.active || e.level != level) continue;
+        const unsigned mask = e.mods.mask;
+        if (mask & LockMask) continue;
+        if (best < 0 || std::popcount(mask) < std::popcount(static_cast<unsigned>(best))) best = static_cast<int>(mask);
+      }
+      if (best < 0) continue;
+      auto it = km.index.find(ks);
+      if (it == km.index.end() ||
+          std::popcount(static_cast<unsigned>(best)) < std::popcount(it->second.mods)) {
+        km.index[ks] = Stroke{static_cast<unsigned>(kc), static_cast<unsigned>(best)};
+      }
+    }
+  }
+  XkbFreeKeyboard(xkb, XkbAllComponentsMask, True);
+
+  XModifierKeymap* mm = XGetModifierMapping(dpy_);
+  if (!mm) return make_error("input-dispatch-failed", "cannot read the modifier mapping");
+  for (int i = 0; i < 8; ++i) {
+    km.mod_keycode[i] = 0;
+    for (int k = 0; k < mm->max_keypermod; ++k) {
+      const KeyCode kc = mm->modifiermap[i * mm->max_keypermod + k];
+      if (!kc) continue;
+      const KeySym ks = XkbKeycodeToKeysym(dpy_, kc, 0, 0);
+      if (i == LockMapIndex && ks != XK_Caps_Lock) continue;
+      // Level 3 (AltGr) must come from ISO_Level3_Shift, not Mode_switch (a group switch).
+      if (i == Mod5MapIndex && ks == XK_Mode_switch) continue;
+      km.mod_keycode[i] = kc;
+      break;
+    }
+  }
+  XFreeModifiermap(mm);
+  auto caps = km.index.find(XK_Caps_Lock);
+  km.caps_keycode = caps == km.index.end() ? 0 : caps->second.keycode;
+  return ok_status();
+}
+
+void InputDevice::fake_key(unsigned keycode, bool down) {
+  XTestFakeKeyEvent(dpy_, keycode, down ? True : False, CurrentTime);
+  ++events_;
+  if (down) held_keys_.insert(keycode); else held_keys_.erase(keycode);
+}
+
+void InputDevice::fake_button(int button, bool down) {
+  XTestFakeButtonEvent(dpy_, static_cast<unsigned>(button), down ? True : False, CurrentTime);
+  ++events_;
+  if (down) held_buttons_.insert(button); else held_buttons_.erase(button);
+}
+
+void InputDevice::fake_motion(int x, int y) {
+  XTestFakeMotionEvent(dpy_, DefaultScreen(dpy_), x, y, CurrentTime);
+  ++events_;
+}
+
+Status InputDevice::sync_checked(const char* what) {
+  XSync(dpy_, False);
+  if (const int code = take_x_error(dpy_)) {
+    return make_error("input-dispatch-failed",
+                      std::string("X error ") + std::to_string(code) + " during " + what);
+  }
+  return ok_status();
+}
+
+Status InputDevice::move(int x, int y) {
+  fake_motion(x, y);
+  return sync_checked("move");
+}
+
+Status InputDevice::button(int x, int y, int b, bool down) {
+  fake_motion(x, y);
+  fake_button(b, down);
+  return sync_checked(down ? "button press" : "button release");
+}
+
+Status InputDevice::click(int x, int y, int b, int count) {
+  fake_motion(x, y);
+  // Back to back in one request batch: the server stamps them within the same few ms, which
+  // toolkits see as a double/triple click.
+  for (int i = 0; i < count; ++i) {
+    fake_button(b, true);
+    fake_button(b, false);
+  }
+  return sync_checked("click");
+}
+
+Status InputDevice::scroll(int x, int y, int b, int amount) {
+  fake_motion(x, y);
+  for (int i = 0; i < amount; ++i) {
+    fake_button(b, true);
+    fake_button(b, false);
+  }
+  return sync_checked("scroll");
+}
+
+Status InputDevice::drag(int x0, int y0, int x1, int y1, int b) {
+  fake_motion(x0, y0);
+  fake_button(b, true);
+  const int dist = std::max(std::abs(x1 - x0), std::abs(y1 - y0));
+  const int steps = std::clamp(dist / 16, 1, 32);
+  for (int i = 1; i <= steps; ++i) {
+    fake_motion(x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps);
+  }
+  fake_button(b, false);
+  return sync_checked("drag");
+}
+
+Result<std::pair<int, int>> InputDevice::pointer() {
+  Window root = 0, child = 0;
+  int rx = 0, ry = 0, wx = 0, wy = 0;
+  unsigned mask = 0;
+  if (!XQueryPointer(dpy_, DefaultRootWindow(dpy_), &root, &child, &rx, &ry, &wx, &wy, &mask)) {
+    return make_error("input-dispatch-failed", "the pointer is not on the default screen");
+  }
+  return std::make_pair(rx, ry);
+}
+
+Result<InputDevice::Stroke> InputDevice::stroke_for(unsigned long keysym, bool allow_remap,
+                                                    std::vector<unsigned>* chunk_new,
+                                                    bool* need_barrier) {
+  Keymap& km = *keymap_;
+  *need_barrier = false;
+  if (auto it = km.index.find(keysym); it != km.index.end()) return it->second;
+  for (unsigned kc : km.spare) {
+    if (km.current[kc] == keysym) {
+      // Already mapped to this keysym: reuse without a remap (no MappingNotify needed).
+      km.dirty.insert(kc);
+      return Stroke{kc, 0};
+    }
+  }
+  if (!allow_remap) return make_error("keymap-no-spare-keycode", "key is not in the keymap");
+  if (km.spare.empty()) {
+    return make_error("keymap-no-spare-keycode", "the keymap has no spare keycode for a character outside it");
+  }
+  // Least recently used spare keycode that no event since the last barrier used.
+  for (auto it = km.lru.begin(); it != km.lru.end(); ++it) {
+    const unsigned kc = *it;
+    if (km.dirty.count(kc)) continue;
+    km.lru.erase(it);
+    km.lru.push_back(kc);
+    km.current[kc] = keysym;
+    km.dirty.insert(kc);
+    chunk_new->push_back(kc);
+    return Stroke{kc, 0};
+  }
+  *need_barrier = true;
+  return Stroke{0, 0};
+}
+
+void InputDevice::start_watch() {
+  if (watch_tried_) return;
+  watch_tried_ = true;
+  std::function<::Display*()> open = options_.open_aux;
+  if (!open) {
+    const std::string name = DisplayString(dpy_);
+    open = [name] { return XOpenDisplay(name.c_str()); };
+  }
+  // Our own client id base: any id this connection allocates carries it.
+  watch_ = detail::RecordWatch::start(open, XAllocID(dpy_));
+}
+
+Status InputDevice::barrier(TypeReport* report) {
+  Keymap& km = *keymap_;
+  if (km.dirty.empty()) return ok_status();
+  XFlush(dpy_);
+  start_watch();
+  bool passed = false;
+  if (watch_) {
+    XNoOp(dpy_);
+    XFlush(dpy_);
+    ++markers_;
+    int clients = 0;
+    passed = watch_->wait(markers_, options_.barrier_quiet_ms,
+                          steady_us() + options_.barrier_timeout_ms * 1000, &clients);
+  } else {
+    // No RECORD: no evidence is available; give clients a bounded time to read their queues.
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.barrier_quiet_ms * 4));
+  }
+  if (report) {
+    ++report->barriers;
+    if (!passed) ++report->barrier_timeouts;
+  }
+  km.dirty.clear();
+  km.epoch_open = false;
+  return ok_status();
+}
+
+Result<TypeReport> InputDevice::type(const std::u32string& text) {
+  TypeReport report;
+  EVIDENT_TRY(refresh_keymap());
+  Keymap& km = *keymap_;
+  // Start the RECORD watch before the first remap, so this epoch's evidence is captured.
+  start_watch();
+  XkbStateRec state{};
+  XkbGetState(dpy_, XkbUseCoreKbd, &state);
+  const bool caps = (state.locked_mods & LockMask) && km.caps_keycode;
+  if (caps) {  // typing needs the unlocked levels; the lock is put back afterwards
+    fake_key(km.caps_keycode, true);
+    fake_key(km.caps_keycode, false);
+  }
+  std::vector<unsigned long> keysyms;
+  keysyms.reserve(text.size());
+  for (char32_t cp : text) {
+    const unsigned long ks = keysym_for_codepoint(cp);
+    if (!ks) return make_error("input-dispatch-failed", "text contains a control character that has no key");
+    keysyms.push_back(ks);
+  }
+  std::size_t i = 0;
+  while (i < keysyms.size()) {
+    // Plan a chunk: as many characters as fit without remapping a keycode used since the last
+    // barrier; remaps of the chunk are sent before its key events.
+    std::vector<unsigned> chunk_new;
+    std::vector<Stroke> strokes;
+    std::size_t j = i;
+    bool need_barrier = false;
+    for (; j < keysyms.size(); ++j) {
+      auto st = stroke_for(keysyms[j], true, &chunk_new, &need_barrier);
+      if (!st.ok()) return st.error();
+      if (need_barrier) break;
+      strokes.push_back(*st);
+    }
+    if (!chunk_new.empty() || !km.dirty.empty()) {
+      if (!km.epoch_open && watch_) watch_->begin_epoch();
+      km.epoch_open = true;
+    }
+    for (unsigned kc : chunk_new) {
+      KeySym pair[2] = {km.current[kc], km.current[kc]};
+      XChangeKeyboardMapping(dpy_, static_cast<int>(kc), 2, pair, 1);
+      ++report.remapped;
+    }
+    for (const Stroke& s : strokes) {
+      std::vector<unsigned> mods;
+      for (int b = 0; b < 8; ++b) {
+        if ((s.mods & (1u << b)) && km.mod_keycode[b]) mods.push_back(km.mod_keycode[b]);
+      }
+      for (unsigned m : mods) fake_key(m, true);
+      fake_key(s.keycode, true);
+      fake_key(s.keycode, false);
+      for (auto it = mods.rbegin(); it != mods.rend(); ++it) fake_key(*it, false);
+    }
+    report.characters += static_cast<int>(strokes.size());
+    i = j;
+    if (need_barrier) {
+      EVIDENT_TRY(barrier(&report));
+    }
+  }
+  if (caps) {
+    fake_key(km.caps_keycode, true);
+    fake_key(km.caps_keycode, false);
+  }
+  EVIDENT_TRY(sync_checked("type"));
+  return report;
+}
+
+Status InputDevice::press_chord(const KeyChord& chord) {
+  EVIDENT_TRY(refresh_keymap());
+  Keymap& km = *keymap_;
+  std::vector<unsigned> chunk_new;
+  std::vector<Stroke> strokes;
+  for (unsigned long ks : chord.keysyms) {
+    bool need_barrier = false;
+    auto st = stroke_for(ks, true, &chunk_new, &need_barrier);
+    if (!st.ok()) return st.error();
+    if (need_barrier) {
+      EVIDENT_TRY(barrier(nullptr));
+      st = stroke_for(ks, true, &chunk_new, &need_barrier);
+      if (!st.ok()) return st.error();
+    }
+    strokes.push_back(*st);
+  }
+  if (!chunk_new.empty()) {
+    if (!km.epoch_open && watch_) watch_->begin_epoch();
+    km.epoch_open = true;
+  }
+  for (unsigned kc : chunk_new) {
+    KeySym pair[2] = {km.current[kc], km.current[kc]};
+    XChangeKeyboardMapping(dpy_, static_cast<int>(kc), 2, pair, 1);
+  }
+  // The last key may need level modifiers (e.g. "ctrl+plus" needs Shift on a US map).
+  const Stroke last = strokes.back();
+  for (std::size_t k = 0; k + 1 < strokes.size(); ++k) fake_key(strokes[k].keycode, true);
+  for (int b = 0; b < 8; ++b) {
+    if ((last.mods & (1u << b)) && km.mod_keycode[b]) fake_key(km.mod_keycode[b], true);
+  }
+  fake_key(last.keycode, true);
+  return sync_checked("key press");
+}
+
+Status InputDevice::release_chord(const KeyChord& chord) {
+  (void)chord;
+  // Release exactly what is held, most recent first (the chord's keys and level modifiers).
+  std::vector<unsigned> held(held_keys_.begin(), held_keys_.end());
+  for (auto it = held.rbegin(); it != held.rend(); ++it) fake_key(*it, false);
+  return sync_checked("key release");
+}
+
+Status InputDevice::release_all_checked() {
+  for (unsigned kc : std::vector<unsigned>(held_keys_.begin(), held_keys_.end())) fake_key(kc, false);
+  for (int b : std::vector<int>(held_buttons_.begin(), held_buttons_.end())) fake_button(b, false);
+  Status synced = sync_checked("release");
+  int keys_down = 0;
+  unsigned buttons = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    char keys[32] = {};
+    XQueryKeymap(dpy_, keys);
+    keys_down = 0;
+    std::vector<unsigned> down;
+    for (int kc = 8; kc < 256; ++kc) {
+      if (keys[kc / 8] & (1 << (kc % 8))) down.push_back(static_cast<unsigned>(kc));
+    }
+    keys_down = static_cast<int>(down.size());
+    Window root = 0, child = 0;
+    int rx = 0, ry = 0, wx = 0, wy = 0;
+    unsigned mask = 0;
+    XQueryPointer(dpy_, DefaultRootWindow(dpy_), &root, &child, &rx, &ry, &wx, &wy, &mask);
+    buttons = mask & kButtonMasks;
+    if (keys_down == 0 && buttons == 0) break;
+    // Something is still down (held through another path): release it through XTest too.
+    for (unsigned kc : down) fake_key(kc, false);
+    for (int b = 1; b <= 5; ++b) {
+      if (buttons & (Button1Mask << (b - 1))) fake_button(b, false);
+    }
+    XSync(dpy_, False);
+  }
+  if (keys_down || buttons) {
+    return make_error("input-release-failed",
+                      "after release " + std::to_string(keys_down) + " key(s) and " +
+                          std::to_string(std::popcount(buttons)) + " button(s) are still down");
+  }
+  if (!synced.ok()) return make_error("input-release-failed", synced.error().message);
+  return restore_keymap_checked();
+}
+
+bool InputDevice::keymap_dirty() const {
+  for (const auto& [kc, ks] : keymap_->current) {
+    if (ks) return true;
+  }
+  return false;
+}
+
+Status InputDevice::restore_keymap_checked() {
+  Keymap& km = *keymap_;
+  if (!keymap_dirty()) return ok_status();
+  // Clients must have decoded every event that used a spare keycode before it changes back.
+  EVIDENT_TRY(barrier(nullptr));
+  std::vector<unsigned> changed;
+  for (auto& [kc, ks] : km.current) {
+    if (!ks) continue;
+    std::vector<KeySym> orig = km.original[kc];
+    XChangeKeyboardMapping(dpy_, static_cast<int>(kc), static_cast<int>(orig.size()), orig.data(), 1);
+    ks = 0;
+    changed.push_back(kc);
+  }
+  XSync(dpy_, False);
+  take_x_error(dpy_);
+  for (unsigned kc : changed) {
+    int per = 0;
+    KeySym* now = XGetKeyboardMapping(dpy_, static_cast<KeyCode>(kc), 1, &per);
+    bool same = now != nullptr;
+    const std::vector<KeySym>& orig = km.original[kc];
+    for (int k = 0; same && k < per; ++k) {
+      const KeySym want = k < static_cast<int>(orig.size()) ? orig[static_cast<std::size_t>(k)] : NoSymbol;
+      if (now[k] != want) same = false;
+    }
+    if (now) XFree(now);
+    if (!same) {
+      return make_error("keymap-restore-failed",
+                        "keycode " + std::to_string(kc) + " does not have its original keysyms after restore");
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace evident

@@ -1,0 +1,169 @@
+#include "record_watch.h"
+
+#include <X11/XKBlib.h>
+#include <X11/Xproto.h>
+#include <X11/extensions/record.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "evident/core/clock.h"
+
+namespace evident::detail {
+
+namespace {
+constexpr int kXkbGetMapMinor = 8;  // X_kbGetMap
+}
+
+std::unique_ptr<RecordWatch> RecordWatch::start(const std::function<::Display*()>& open, XID own_base) {
+  std::unique_ptr<RecordWatch> w(new RecordWatch());
+  w->own_base_ = own_base;
+  w->ctrl_ = open();
+  if (!w->ctrl_) return nullptr;
+  int major = 0, minor = 0;
+  if (!XRecordQueryVersion(w->ctrl_, &major, &minor)) return nullptr;
+  int opcode = 0, ev = 0, err = 0;
+  if (XQueryExtension(w->ctrl_, "XKEYBOARD", &opcode, &ev, &err)) w->xkb_major_ = opcode;
+  w->data_ = open();
+  if (!w->data_) return nullptr;
+  w->base_mask_ = XRecordIdBaseMask(w->ctrl_);
+
+  XRecordRange* range = XRecordAllocRange();
+  if (!range) return nullptr;
+  range->core_requests.first = 1;
+  range->core_requests.last = 127;
+  range->ext_requests.ext_major.first = 128;
+  range->ext_requests.ext_major.last = 255;
+  range->ext_requests.ext_minor.first = 0;
+  range->ext_requests.ext_minor.last = 65535;
+  range->delivered_events.first = KeyPress;
+  range->delivered_events.last = KeyRelease;
+  XRecordClientSpec clients = XRecordAllClients;
+  w->context_ = XRecordCreateContext(w->ctrl_, 0, &clients, 1, &range, 1);
+  XFree(range);
+  if (!w->context_) return nullptr;
+  XSync(w->ctrl_, False);
+  if (pipe(w->wake_fd_) != 0) return nullptr;
+  if (!XRecordEnableContextAsync(w->data_, w->context_, &RecordWatch::on_data,
+                                 reinterpret_cast<XPointer>(w.get()))) {
+    return nullptr;
+  }
+  XFlush(w->data_);
+  w->thread_ = std::thread([p = w.get()] { p->pump(); });
+  // Markers and changes count only once recording has started: wait for StartOfData.
+  std::unique_lock<std::mutex> lock(w->mu_);
+  if (!w->cv_.wait_for(lock, std::chrono::seconds(2), [&] { return w->started_; })) {
+    lock.unlock();
+    return nullptr;
+  }
+  lock.unlock();
+  return w;
+}
+
+RecordWatch::~RecordWatch() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  if (wake_fd_[1] >= 0) {
+    const char c = 1;
+    [[maybe_unused]] auto n = write(wake_fd_[1], &c, 1);
+  }
+  if (thread_.joinable()) thread_.join();
+  if (ctrl_ && context_) {
+    XRecordDisableContext(ctrl_, context_);
+    XRecordFreeContext(ctrl_, context_);
+    XSync(ctrl_, False);
+  }
+  if (data_) XCloseDisplay(data_);
+  if (ctrl_) XCloseDisplay(ctrl_);
+  for (int fd : wake_fd_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void RecordWatch::pump() {
+  const int xfd = ConnectionNumber(data_);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    pollfd fds[2] = {{xfd, POLLIN, 0}, {wake_fd_[0], POLLIN, 0}};
+    const int n = poll(fds, 2, 1000);
+    if (n < 0) continue;
+    if (fds[1].revents) return;
+    if (fds[0].revents & (POLLERR | POLLHUP)) return;
+    XRecordProcessReplies(data_);
+  }
+}
+
+void RecordWatch::on_data(XPointer closure, XRecordInterceptData* raw) {
+  auto* self = reinterpret_cast<RecordWatch*>(closure);
+  XRecordInterceptData* d = raw;
+  if (d->category == XRecordStartOfData) {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    self->started_ = true;
+    self->cv_.notify_all();
+  }
+  if (d->data && d->data_len > 0) self->handle(d->data, d->data_len, d->category, d->id_base);
+  XRecordFreeData(d);
+}
+
+void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int category, XID base) {
+  const XID client = base & base_mask_;
+  const bool own = client == (own_base_ & base_mask_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (category == XRecordFromClient) {
+    const int major = data[0];
+    if (own) {
+      if (major == X_ChangeKeyboardMapping) change_seen_ = true;
+      if (major == X_NoOperation) {
+        ++markers_seen_;
+        cv_.notify_all();
+      }
+      return;
+    }
+    last_request_us_[client] = steady_us();
+    const bool fetch = major == X_GetKeyboardMapping ||
+                       (major == xkb_major_ && data[1] == kXkbGetMapMinor);
+    if (fetch && change_seen_) fetched_.insert(client);
+    cv_.notify_all();
+  } else if (category == XRecordFromServer) {
+    const int type = data[0] & 0x7F;
+    if (!own && (type == KeyPress || type == KeyRelease)) receivers_.insert(client);
+  }
+}
+
+void RecordWatch::begin_epoch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  change_seen_ = false;
+  receivers_.clear();
+  fetched_.clear();
+}
+
+bool RecordWatch::wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t deadline_us,
+                       int* clients_out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    const std::int64_t now = steady_us();
+    bool ready = markers_seen_ >= marker;
+    std::int64_t next_check_us = deadline_us;
+    if (ready) {
+      for (XID c : receivers_) {
+        // Without a change in this epoch the mapping in use is older than the epoch: quiet suffices.
+        if (change_seen_ && !fetched_.count(c)) { ready = false; break; }
+        const std::int64_t quiet_at = last_request_us_[c] + quiet_ms * 1000;
+        if (quiet_at > now) {
+          ready = false;
+          next_check_us = std::min(next_check_us, quiet_at);
+        }
+      }
+    }
+    if (clients_out) *clients_out = static_cast<int>(receivers_.size());
+    if (ready) return true;
+    if (now >= deadline_us || stopping_) return false;
+    cv_.wait_for(lock, std::chrono::microseconds(std::max<std::int64_t>(100, next_check_us - now)));
+  }
+}
+
+}  // namespace evident::detail

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Test client: a Tk Entry (or Text with --text) that prints its content as a JSON line after
+every change, and {"ready":...} once mapped and focused. Used to read back what XTest typing
+delivered. Usage: tk_client.py TITLE [entry|text]"""
+import json
+import sys
+import tkinter as tk
+
+title = sys.argv[1] if len(sys.argv) > 1 else "evident-tk"
+mode = sys.argv[2] if len(sys.argv) > 2 else "entry"
+root = tk.Tk()
+root.title(title)
+root.geometry("+0+0")
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
+
+
+if mode == "text":
+    w = tk.Text(root, width=60, height=8, font=("fixed", 12))
+
+    def on_modified(_e):
+        if w.edit_modified():
+            emit({"value": w.get("1.0", "end-1c")})
+            w.edit_modified(False)
+
+    w.bind("<<Modified>>", on_modified)
+
+    def on_release(_e):
+        def report():
+            try:
+                sel = w.get("sel.first", "sel.last")
+            except tk.TclError:
+                sel = ""
+            emit({"selection": sel})
+        root.after_idle(report)
+
+    w.bind("<ButtonRelease-1>", on_release, add="+")
+else:
+    var = tk.StringVar()
+    w = tk.Entry(root, textvariable=var, width=60)
+    var.trace_add("write", lambda *_a: emit({"value": var.get()}))
+w.pack()
+
+
+def ready():
+    w.focus_force()
+    root.update_idletasks()
+    emit({"ready": True, "x": w.winfo_rootx(), "y": w.winfo_rooty(),
+          "width": w.winfo_width(), "height": w.winfo_height()})
+
+
+root.update()
+w.wait_visibility()
+ready()
+root.mainloop()
