@@ -6,12 +6,11 @@ import os
 
 
 def _read_version() -> str:
-    try:
-        from . import _core  # type: ignore[attr-defined]
+    from ._native import find_core
 
-        return str(_core.version)
-    except ImportError:
-        pass
+    core = find_core()
+    if core is not None:
+        return str(core.version)
     try:
         from importlib.metadata import version
 

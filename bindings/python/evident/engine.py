@@ -17,15 +17,16 @@ __all__ = ["Engine", "load_core"]
 
 def load_core():
     """Imports the compiled ``evident._core`` extension (raises ImportError with a remedy)."""
-    try:
-        from . import _core  # type: ignore[attr-defined]
-    except ImportError as e:  # pragma: no cover - depends on the build
+    from ._native import find_core
+
+    core = find_core()
+    if core is None:  # pragma: no cover - depends on the build
         raise ImportError(
             "evident._core (the compiled engine) is not importable: install the package "
             "(/usr/bin/python3 -m pip install --no-build-isolation --break-system-packages .) or "
             "build it (cmake --build build --target _core) and put build/bindings/core on "
-            f"PYTHONPATH. Cause: {e}") from e
-    return _core
+            "PYTHONPATH.")
+    return core
 
 
 def _dumps(obj: Any) -> str:

@@ -56,11 +56,10 @@ class Verification:
 
 def cpp_verifier():
     """The C++ verifier function from ``_core``, or None if this build has none."""
-    try:
-        from . import _core  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(_core, "verify_receipt_file", None)
+    from ._native import find_core
+
+    core = find_core()
+    return getattr(core, "verify_receipt_file", None) if core is not None else None
 
 
 def python_verifier():

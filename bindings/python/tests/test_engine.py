@@ -1,0 +1,157 @@
+"""The Python API against the real in-process engine: real Xvfb displays, real X clients, PNGs
+decoded by Pillow (independent of the engine's encoder), the exact-generation rule, app
+liveness, action batches, the session protocol to a verified receipt, the GIL released during
+long calls, and Ctrl-C during a long session call."""
+import hashlib
+import io
+import os
+import signal
+import threading
+import time
+
+import pytest
+from PIL import Image
+
+import evident
+from evident import actions as a
+
+XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
+DEADLINE_S = 20
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    with evident.Engine(state_dir=str(tmp_path_factory.mktemp("state"))) as e:
+        yield e
+
+
+def test_version_comes_from_the_version_file(engine):
+    top = os.path.join(os.path.dirname(__file__), "..", "..", "..", "VERSION")
+    with open(top) as f:
+        expected = f.read().strip()
+    assert evident.__version__ == expected
+    assert engine.ping()["version"] == expected
+
+
+def test_display_lifecycle_and_exact_generation(engine):
+    with engine.create_display(width=320, height=240, dpi=120) as display:
+        assert (display.width, display.height) == (320, 240)
+        assert display.name == f":{display.id}"
+        assert display.generation.startswith("gen-") and len(display.generation) == 36
+        assert display.status().ready
+        assert display.id in [d.id for d in engine.displays()]
+        # A foreign generation is refused and the display keeps running.
+        stale = evident.Display(engine, {**display.raw, "generation": "gen-" + "0" * 32})
+        with pytest.raises(evident.DisplayError) as info:
+            stale.destroy()
+        assert info.value.code == "display-generation-mismatch"
+        assert display.status().ready
+    assert display.destroyed
+    assert display.id not in [d.id for d in engine.displays()]
+    with pytest.raises(evident.DisplayError):
+        display.status()
+
+
+def test_screenshot_is_png_bytes_decoded_by_pillow(engine):
+    with engine.create_display(width=200, height=100) as display:
+        png = display.screenshot()
+        assert isinstance(png, bytes) and png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png.info.sha256 == hashlib.sha256(png).hexdigest()
+        assert png.info.byte_length == len(png)
+        img = Image.open(io.BytesIO(png))
+        assert img.size == (200, 100)
+        assert png.image().size == (200, 100)
+
+
+def test_app_launch_alive_stop(engine):
+    with engine.create_display(width=320, height=200) as display:
+        app = display.launch(XMESSAGE, wait_window_ms=10000)
+        assert app.app_id.startswith("app-") and app.pid > 0
+        assert app.argv_sha256 and len(app.argv_sha256) == 64
+        assert app.alive
+        app.stop()
+        assert not app.alive
+        with pytest.raises(evident.AppError):
+            display.launch(["/nonexistent/evident-no-such-program"], wait_window_ms=1000)
+
+
+def test_actions_batch_and_helpers(engine):
+    with engine.create_display(width=320, height=200) as display:
+        batch = display.actions([a.move_mouse(10, 10), a.click(20, 20), a.wait(1)],
+                                observe="pixels", settle=False)
+        assert [r.type for r in batch] == ["move_mouse", "click", "wait"]
+        assert all(r.ok for r in batch), batch.results
+        assert batch.observation.kind == "pixels"
+        r = display.click(30, 30)
+        assert r.type == "click" and r.status in ("ok", "injected")
+        with pytest.raises(evident.EvidentError) as info:   # refused before anything runs
+            display.actions([a.click(1, 1), {"type": "no-such-action"}])
+        assert not isinstance(info.value, evident.SessionError)
+
+
+def test_session_to_verified_receipt(engine):
+    with engine.create_display(width=320, height=200) as display:
+        app = display.launch(XMESSAGE, wait_window_ms=10000)
+        job = hashlib.sha256(b"python api test").hexdigest()
+        with display.session(app, attempt_id="py-api-1", job_sha256=job) as s:
+            assert s.session_id.startswith("ses-") and s.sequence == 0
+            results = s.actions([a.move_mouse(5, 5), a.click(50, 50)])
+            assert [r.status for r in results] == ["injected", "injected"]
+            assert s.sequence == 1
+            with pytest.raises(evident.SessionError) as info:
+                s.actions([a.paste("x")])
+            assert info.value.code == "session-action-forbidden"
+            s.freeze()
+            s.observe()
+            receipt = s.finish({"saw": "xmessage"})
+            assert receipt["schema"] == "evident.session-receipt/v2"
+            assert receipt["binding"]["job_sha256"] == job
+            assert receipt["actor"] == {"kind": "in_process", "uid": os.getuid(),
+                                        "pid": os.getpid()}
+        assert s.closed_reply["cleanup_complete"] is True
+        assert os.path.exists(s.receipt_path)
+        result = s.verify(expect_job_sha256=job, expect_uid=os.getuid())
+        assert result.ok, result.failed
+        assert "cpp" in result.verifiers
+        # A tampered receipt fails verification.
+        bad = dict(receipt, claims={"saw": "something else"})
+        assert not evident.verify_receipt(bad).ok
+
+
+def test_gil_is_released_during_long_calls(engine):
+    with engine.create_display(width=128, height=128) as display:
+        ticks = 0
+        stop = threading.Event()
+
+        def count():
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+
+        t = threading.Thread(target=count)
+        t.start()
+        try:
+            display.actions([a.wait(400)], observe="none")
+        finally:
+            stop.set()
+            t.join()
+        assert ticks > 1000
+
+
+def test_ctrl_c_during_session_wait_aborts_and_releases_display(engine):
+    with engine.create_display(width=128, height=128) as display:
+        app = display.launch(XMESSAGE, wait_window_ms=10000)
+        s = display.session(app)
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        started = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            s.actions([a.wait(3000)])
+        timer.join()
+        assert time.monotonic() - started < 2.5   # control came back before the wait ended
+        # Once the in-flight batch completes, the session is aborted and the display is free.
+        deadline = time.monotonic() + DEADLINE_S
+        while not s.aborted and time.monotonic() < deadline:
+            threading.Event().wait(0.05)
+        assert s.aborted
+        assert display.actions([a.move_mouse(1, 1)], observe="none").ok
