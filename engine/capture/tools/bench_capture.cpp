@@ -126,6 +126,7 @@ const char* filter_name(evident::PngFilter f) {
 int main(int argc, char** argv) {
   int runs = 21;
   bool use_display = false, paint = false, matrix = false;
+  std::string out_path;  // --out: write one captured PNG there (bench/ decodes it with Pillow)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--runs" && i + 1 < argc) {
@@ -136,8 +137,10 @@ int main(int argc, char** argv) {
       paint = true;
     } else if (a == "--matrix") {
       matrix = true;
+    } else if (a == "--out" && i + 1 < argc) {
+      out_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: evident-bench-capture [--runs N] [--display [--paint]] [--matrix]\n");
+      std::fprintf(stderr, "usage: evident-bench-capture [--runs N] [--display [--paint]] [--matrix] [--out PNG]\n");
       return 2;
     }
   }
@@ -174,6 +177,18 @@ int main(int argc, char** argv) {
         median_us(runs, [&] { png_bytes = c->capture_png()->bytes.size(); });
     out["capture_png_sha256_cpu_us_median"] = g_last_cpu_median;
     out["capture_png_bytes"] = png_bytes;
+    if (!out_path.empty()) {
+      auto f = c->capture_png();
+      if (!f.ok()) return 1;
+      std::FILE* fp = std::fopen(out_path.c_str(), "wb");
+      if (fp == nullptr || std::fwrite(f->bytes.data(), 1, f->bytes.size(), fp) != f->bytes.size() ||
+          std::fclose(fp) != 0) {
+        std::fprintf(stderr, "cannot write %s\n", out_path.c_str());
+        return 1;
+      }
+      out["capture_png_path"] = out_path;
+      out["capture_png_sha256"] = f->sha256;
+    }
   } else {
     out["source"] = "synthetic";
   }
