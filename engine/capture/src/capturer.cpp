@@ -101,6 +101,9 @@ class XcbCapturer final : public Capturer {
     return image;
   }
 
+  // Bands whose server rows equal the previous capture's are not recompressed: between actions
+  // most of the screen stays the same. Reuse is decided by comparing the rows themselves (not
+  // by DAMAGE), so a reused band is byte-identical to a fresh encode by construction.
   Result<PngFrame> capture_png() override {
     auto pixels = fetch(0, 0, width_, height_);
     if (!pixels.ok()) return pixels.error();
@@ -108,6 +111,25 @@ class XcbCapturer final : public Capturer {
     const std::size_t src_stride = stride(width_);
     const PixelFormat format = format_;
     const int width = width_;
+    const PngOptions options;
+    const std::size_t frame_bytes = src_stride * static_cast<std::size_t>(height_);
+    if (previous_.size() != frame_bytes) {
+      previous_.assign(frame_bytes, 0);
+      bands_.clear();
+    }
+    std::uint8_t* previous = previous_.data();
+    detail::BandReuse reuse;
+    reuse.cache = &bands_;
+    reuse.unchanged = [&](int, int y0, int y1) {
+      // With the "up" filter a band's first row is coded against the row above it.
+      int from = options.filter == PngFilter::kUp && y0 > 0 ? y0 - 1 : y0;
+      std::size_t at = src_stride * static_cast<std::size_t>(from);
+      return std::memcmp(src + at, previous + at, src_stride * static_cast<std::size_t>(y1 - from)) == 0;
+    };
+    reuse.encoded = [&](int, int y0, int y1) {
+      std::size_t at = src_stride * static_cast<std::size_t>(y0);
+      std::memcpy(previous + at, src + at, src_stride * static_cast<std::size_t>(y1 - y0));
+    };
     // Conversion runs inside the band workers: one pass over the pixels instead of two.
     return detail::encode_png_rows(
         width_, height_,
@@ -115,8 +137,10 @@ class XcbCapturer final : public Capturer {
           convert_row_to_rgb(format, src + src_stride * row, width, scratch);
           return static_cast<const std::uint8_t*>(scratch);
         },
-        PngOptions{});
+        options, reuse_bands_ ? &reuse : nullptr);
   }
+
+  void set_band_reuse(bool on) { reuse_bands_ = on; }
 
  private:
   std::size_t stride(int width) const {
@@ -179,6 +203,9 @@ class XcbCapturer final : public Capturer {
   xcb_shm_seg_t shm_seg_ = 0;
   bool shm_attached_ = false;
   std::vector<std::uint8_t> fallback_;
+  bool reuse_bands_ = true;
+  std::vector<std::uint8_t> previous_;           // server rows the cached bands were built from
+  std::vector<detail::EncodedBand> bands_;
 };
 
 }  // namespace
@@ -222,6 +249,7 @@ Result<std::unique_ptr<Capturer>> Capturer::create(::Display* dpy, const Capture
 
   auto capturer = std::make_unique<XcbCapturer>(dpy, conn, RootWindow(dpy, screen), width, height,
                                                 format, pad);
+  capturer->set_band_reuse(options.reuse_bands);
   if (options.allow_shm && !env_forces_no_shm()) {
     // A refused segment is not fatal: GetImage still works, only slower.
     (void)capturer->init_shm();

@@ -8,6 +8,7 @@
 #include <libdeflate.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ void put_chunk(std::string& out, const char type[4], const std::string& data) {
   out.append(data);
   uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data() + type_at), 4 + data.size());
   put_u32(out, static_cast<std::uint32_t>(crc));
+}
+
+std::uint32_t idat_crc(const std::string& data) {
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>("IDAT"), 4);
+  return static_cast<std::uint32_t>(
+      crc32(crc, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
 }
 
 // One raw-deflate stream per thread, reset per band: allocation happens once per thread.
@@ -64,12 +71,7 @@ Deflater& thread_deflater() {
   return d;
 }
 
-struct Band {
-  std::string data;        // compressed bytes (band 0 starts with the zlib header)
-  std::uint32_t adler = 1; // adler32 of this band's filtered bytes
-  std::size_t raw_len = 0;
-  bool ok = false;
-};
+using Band = EncodedBand;
 
 void filter_row(PngFilter filter, const std::uint8_t* cur, const std::uint8_t* prev, int bytes,
                 std::uint8_t* out) {
@@ -146,6 +148,7 @@ void encode_band(int index, int bands, int width, int height, const RowSource& r
   if (last ? rc != Z_STREAM_END : (rc != Z_OK || d.strm.avail_out == 0)) return;
   if (d.strm.avail_in != 0) return;
   band.data.resize(prefix + (bound - d.strm.avail_out));
+  band.crc = idat_crc(band.data);
   band.ok = true;
 }
 
@@ -154,7 +157,7 @@ Error encode_error(const std::string& why) { return make_error("png-encode-faile
 }  // namespace
 
 Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
-                                 const PngOptions& options) {
+                                 const PngOptions& options, BandReuse* reuse) {
   if (width <= 0 || height <= 0 || width > kMaxDimension || height > kMaxDimension) {
     return encode_error("image size out of range");
   }
@@ -162,18 +165,49 @@ Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
   if (options.level < 0 || options.level > 9) return encode_error("level must be 0..9");
 
   const int bands = (height + options.band_rows - 1) / options.band_rows;
-  std::vector<Band> out(bands);
-  auto work = [&](int i) { encode_band(i, bands, width, height, rows, options, out[i]); };
-  if (options.threads == 1) {
-    for (int i = 0; i < bands; ++i) work(i);
-  } else {
-    parallel_for(bands, work);
+  std::vector<Band> local;
+  std::vector<Band>& out = reuse != nullptr && reuse->cache != nullptr ? *reuse->cache : local;
+  if (static_cast<int>(out.size()) != bands) {
+    out.clear();
+    out.resize(bands);
   }
+  auto span = [&](int i, int* y0, int* y1) {
+    *y0 = i * options.band_rows;
+    *y1 = std::min(height, *y0 + options.band_rows);
+  };
+  std::vector<char> redo(bands, 1);
+  auto run = [&](const std::function<void(int)>& fn) {
+    if (options.threads == 1) {
+      for (int i = 0; i < bands; ++i) fn(i);
+    } else {
+      parallel_for(bands, fn);
+    }
+  };
+  if (&out != &local && reuse->unchanged) {
+    run([&](int i) {
+      int y0, y1;
+      span(i, &y0, &y1);
+      redo[i] = !(out[i].ok && reuse->unchanged(i, y0, y1));
+    });
+  }
+  run([&](int i) {
+    if (!redo[i]) return;
+    out[i] = Band{};
+    encode_band(i, bands, width, height, rows, options, out[i]);
+    if (out[i].ok && &out != &local && reuse->encoded) {
+      int y0, y1;
+      span(i, &y0, &y1);
+      reuse->encoded(i, y0, y1);
+    }
+  });
 
   uLong adler = 1;
-  std::size_t total = 8 + 25 + 12;
-  for (const Band& b : out) {
-    if (!b.ok) return encode_error("deflate failed");
+  std::size_t total = 8 + 25 + 12 + 4;
+  for (Band& b : out) {
+    if (!b.ok) {
+      for (Band& c : out) c.ok = false;  // never reuse a half-built frame
+      return encode_error("deflate failed");
+    }
     adler = adler32_combine(adler, b.adler, static_cast<z_off_t>(b.raw_len));
     total += b.data.size() + 12;
   }
@@ -190,9 +224,22 @@ Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
   put_u32(ihdr, static_cast<std::uint32_t>(height));
   ihdr.append({'\x08', '\x02', '\x00', '\x00', '\x00'});  // 8-bit, RGB, deflate, filter 0, no interlace
   put_chunk(png, "IHDR", ihdr);
+  // IDAT chunks are written from the bands; the last one also carries the adler32 trailer.
   for (int i = 0; i < bands; ++i) {
-    if (i == bands - 1) put_u32(out[i].data, static_cast<std::uint32_t>(adler));
-    put_chunk(png, "IDAT", out[i].data);
+    const Band& b = out[i];
+    const bool last = i == bands - 1;
+    put_u32(png, static_cast<std::uint32_t>(b.data.size() + (last ? 4 : 0)));
+    png.append("IDAT", 4);
+    png.append(b.data);
+    std::uint32_t crc = b.crc;
+    if (last) {
+      std::string trailer;
+      put_u32(trailer, static_cast<std::uint32_t>(adler));
+      png.append(trailer);
+      crc = static_cast<std::uint32_t>(
+          crc32(crc, reinterpret_cast<const Bytef*>(trailer.data()), 4));
+    }
+    put_u32(png, crc);
   }
   put_chunk(png, "IEND", std::string());
   frame.sha256 = sha256_hex(png.data(), png.size());

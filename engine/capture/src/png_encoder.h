@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "evident/capture/capture.h"
 
@@ -13,7 +15,27 @@ namespace evident::detail {
 // `scratch` (3*width bytes) after filling it. Called concurrently from several threads.
 using RowSource = std::function<const std::uint8_t*(int y, std::uint8_t* scratch)>;
 
+// One band's share of the zlib stream, kept between frames by the capturer.
+struct EncodedBand {
+  std::string data;         // raw deflate bytes (band 0 starts with the zlib header)
+  std::uint32_t adler = 1;  // adler32 of the band's filtered bytes
+  std::size_t raw_len = 0;  // number of filtered bytes
+  std::uint32_t crc = 0;    // crc32 of "IDAT" + data
+  bool ok = false;
+};
+
+// Lets a caller reuse bands whose source rows did not change since they were encoded. The
+// output is byte-identical to a full encode: a band's bytes depend only on its own rows (and,
+// with the "up" filter, the row above, which `unchanged` must cover).
+struct BandReuse {
+  std::vector<EncodedBand>* cache = nullptr;  // one entry per band; resized (and cleared) on mismatch
+  // Phase 1, all bands, in parallel: may cached band `i` (rows [y0, y1)) be reused?
+  std::function<bool(int i, int y0, int y1)> unchanged;
+  // Phase 2, after band `i` was encoded afresh (never concurrently with phase 1).
+  std::function<void(int i, int y0, int y1)> encoded;
+};
+
 Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
-                                 const PngOptions& options);
+                                 const PngOptions& options, BandReuse* reuse = nullptr);
 
 }  // namespace evident::detail

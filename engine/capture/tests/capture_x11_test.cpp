@@ -205,6 +205,48 @@ TEST(CaptureX11, Depth16IsConvertedExactly) {
   }
 }
 
+TEST(CaptureX11, BandReuseGivesTheSameBytesAsAFreshEncode) {
+  XvfbServer server("320x240x24");
+  ASSERT_TRUE(server.ok());
+  Display* dpy = server.open();
+  ASSERT_NE(dpy, nullptr);
+  RawImage want = draw_scene(dpy, 12);
+  auto warm = Capturer::create(dpy);
+  CaptureOptions cold_options;
+  cold_options.reuse_bands = false;
+  auto cold = Capturer::create(dpy, cold_options);
+  ASSERT_TRUE(warm.ok() && cold.ok());
+  GC gc = XCreateGC(dpy, DefaultRootWindow(dpy), 0, nullptr);
+  // Changes inside one band, across the band boundary (rows 63/64), on the first row of a
+  // band, on the last row of a band only (the next band's first row is coded against it with
+  // the "up" filter), at the bottom, and back to an earlier colour.
+  struct Change { int x, y, w, h; unsigned long pixel; };
+  const Change changes[] = {{0, 0, 0, 0, 0},          {5, 5, 20, 10, 0x123456},
+                            {50, 60, 30, 8, 0xabcdef}, {200, 64, 1, 1, 0x010203},
+                            {100, 63, 10, 1, 0x445566},
+                            {0, 239, 320, 1, 0xfefefe}, {5, 5, 20, 10, 0x0000ff}};
+  std::string previous_sha;
+  for (const auto& c : changes) {
+    if (c.w > 0) {
+      XSetForeground(dpy, gc, c.pixel);
+      XFillRectangle(dpy, DefaultRootWindow(dpy), gc, c.x, c.y, c.w, c.h);
+      XSync(dpy, False);
+    }
+    auto a = (*warm)->capture_png();
+    auto b = (*cold)->capture_png();
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->bytes, b->bytes) << "reused bands differ from a fresh encode";
+    RawImage now = *(*cold)->grab();
+    Json decoded = testing::pillow_check(a->bytes);
+    EXPECT_EQ(decoded["pixels_sha256"], sha256_hex(now.rgb.data(), now.rgb.size()));
+    if (c.w > 0) {
+      EXPECT_NE(a->sha256, previous_sha);
+    }
+    previous_sha = a->sha256;
+  }
+  XFreeGC(dpy, gc);
+}
+
 TEST(CaptureX11, NullDisplayIsUnavailable) {
   EXPECT_EQ(Capturer::create(nullptr).error().code, "capture-unavailable");
 }

@@ -49,6 +49,9 @@ Result<PngFrame> encode_png(const RawImage& image, const PngOptions& options);
 struct CaptureOptions {
   // false forces the XGetImage path (as does the environment variable EVIDENT_CAPTURE_NO_SHM=1).
   bool allow_shm = true;
+  // capture_png() re-deflates only the bands of rows that changed since its previous frame
+  // (the bytes are identical either way; false is for measuring the cold path).
+  bool reuse_bands = true;
 };
 
 // Grabs the root window of an X connection. The caller owns `dpy`, keeps it open for the
