@@ -4,13 +4,14 @@
 Return reports the Entry's exact content as one JSON line on stdout and clears it, so the
 benchmark can read back what a typing tool really delivered (X events are processed in order,
 so everything typed before the Return is in the value).
-usage: tk_entry.py TITLE X Y
+usage: tk_entry.py TITLE X Y [FIFO]   (JSON lines go to FIFO instead of stdout when given)
 """
 import json
 import sys
 import tkinter as tk
 
 title, x, y = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out = open(sys.argv[4], "w", encoding="utf-8") if len(sys.argv) > 4 else sys.stdout
 root = tk.Tk()
 root.title(title)
 root.geometry("900x80+%d+%d" % (x, y))
@@ -19,8 +20,8 @@ entry.pack(fill="x", padx=8, pady=8)
 
 
 def report(_event):
-    sys.stdout.write(json.dumps({"value": entry.get()}) + "\n")
-    sys.stdout.flush()
+    out.write(json.dumps({"value": entry.get()}) + "\n")
+    out.flush()
     entry.delete(0, "end")
     return "break"
 
@@ -35,8 +36,8 @@ def announce_when_mapped():
         return
     entry.focus_force()
     root.update_idletasks()
-    sys.stdout.write(json.dumps({"ready": True, "window": root.winfo_id()}) + "\n")
-    sys.stdout.flush()
+    out.write(json.dumps({"ready": True, "window": root.winfo_id()}) + "\n")
+    out.flush()
 
 
 root.after(0, announce_when_mapped)

@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""evident's side of the display/click/type rows through the in-process engine (the `evident`
+Python package over `evident._core`), run by bench.py as a child process with PYTHONPATH set.
+
+Each mode times only the engine call and checks delivery itself (fixture-app event log for
+clicks, Tk/xterm read-back for typing), then prints one JSON object.
+usage: evident_py.py --mode display|click|type --runs N --tmp DIR [--text T] [--receiver tk|xterm]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench  # noqa: E402  (helpers: EventLog, LineReader, wait_until, median_us)
+
+
+def mode_display(engine, args):
+    samples, ok, detail = [], True, "create returned; status ready; 1920x1080"
+    for _ in range(args.runs):
+        t0 = time.perf_counter_ns()
+        d = engine.create_display(width=bench.W, height=bench.H)
+        samples.append(time.perf_counter_ns() - t0)
+        st = d.status()
+        if not st.ready or (d.width, d.height) != (bench.W, bench.H):
+            ok, detail = False, "display not ready or wrong size"
+        d.destroy()
+    return {"median_us": bench.median_us(samples), "runs": args.runs,
+            "samples_us": [x // 1000 for x in samples], "check": {"ok": ok, "detail": detail}}
+
+
+def fixture_exe(args):
+    for b in args.build:
+        p = os.path.join(b, "fixtures", "app", "evident-fixture-app")
+        if os.path.isfile(p):
+            return p
+    p = os.path.join(args.tmp, "evident-fixture-app")
+    if not os.path.isfile(p):
+        subprocess.run(["g++", "-std=c++20", "-O1", "-o", p,
+                        os.path.join(bench.ROOT, "fixtures", "app", "main.cpp"), "-lX11"],
+                       check=True, capture_output=True, timeout=300)
+    return p
+
+
+def mode_click(engine, args):
+    d = engine.create_display(width=bench.W, height=bench.H)
+    try:
+        log_path = os.path.join(args.tmp, "fixture-inproc.jsonl")
+        app = d.launch([fixture_exe(args), "--events", log_path, "--x", "100", "--y", "100"],
+                       wait_window_ms=10000)
+        log = bench.EventLog(log_path)
+        ready = bench.wait_until(lambda: next((e for e in log.poll() if e["type"] == "ready"),
+                                              None), 15, "fixture ready")
+        act = [{"type": "click", "x": ready["x"] + 120, "y": ready["y"] + 130}]
+        d.actions(act, observe="none")  # warm-up (first XTest use, keymap fetch)
+        bench.wait_until(lambda: log.count("button_clicked") >= 1, 3, "warm-up click")
+        samples, statuses = [], {}
+        for _ in range(args.runs):
+            t0 = time.perf_counter_ns()
+            r = d.actions(act, observe="none")
+            samples.append(time.perf_counter_ns() - t0)
+            st = r.results[0].status
+            statuses[st] = statuses.get(st, 0) + 1
+        want = args.runs + 1
+        try:
+            bench.wait_until(lambda: log.count("button_clicked") >= want, 5, "clicks")
+        except bench.BenchError:
+            pass
+        got = log.count("button_clicked") - 1
+        app.stop()
+    finally:
+        d.destroy()
+    return {"median_us": bench.median_us(samples), "runs": args.runs, "statuses": statuses,
+            "check": {"ok": got == args.runs and set(statuses) <= {"ok", "injected"},
+                      "detail": "%d/%d clicks reached the fixture app; statuses %s" % (
+                          got, args.runs, json.dumps(statuses))}}
+
+
+def mode_type(engine, args):
+    d = engine.create_display(width=bench.W, height=bench.H)
+    fifo = os.path.join(args.tmp, "inproc-%s.fifo" % args.receiver)
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo, 0o600)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if args.receiver == "tk":
+            argv = ["/usr/bin/python3", os.path.join(HERE, "apps", "tk_entry.py"),
+                    "bench-tk-entry", "100", "100", fifo]
+        else:
+            argv = ["xterm", "-u8", "-title", "bench-xterm", "-geometry", "100x10+100+100", "-e",
+                    "/usr/bin/python3", os.path.join(HERE, "apps", "tty_reader.py"), fifo]
+        app = d.launch(argv, wait_window_ms=15000)
+        lines = bench.LineReader(fd)
+        lines.next(15, "the %s receiver" % args.receiver)
+        # pointer over the receiver: without a window manager keys go to the window under it
+        d.actions([{"type": "move_mouse", "x": 300, "y": 130}], observe="none")
+
+        def read_back():
+            d.actions([{"type": "key", "key": "Return"}], observe="none")
+            return lines.next(5, "the read-back")["value"]
+        read_back()  # probe: focus, keys and read-back work
+        samples, exact, wrong, statuses = [], 0, [], {}
+        for _ in range(args.runs):
+            t0 = time.perf_counter_ns()
+            r = d.actions([{"type": "type", "text": args.text}], observe="none")
+            samples.append(time.perf_counter_ns() - t0)
+            st = r.results[0].status
+            statuses[st] = statuses.get(st, 0) + 1
+            try:
+                got = read_back()
+            except bench.BenchError as e:
+                got = "<%s>" % e
+            if got == args.text:
+                exact += 1
+            elif len(wrong) < 2:
+                wrong.append(got)
+        app.stop()
+    finally:
+        os.close(fd)
+        d.destroy()
+    return {"median_us": bench.median_us(samples), "runs": args.runs, "exact": exact,
+            "statuses": statuses,
+            "check": {"ok": exact == args.runs, "detail": "%d/%d exact in %s%s" % (
+                exact, args.runs, args.receiver, (" (got e.g. %r)" % wrong) if wrong else "")}}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", required=True, choices=("display", "click", "type"))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--tmp", required=True)
+    ap.add_argument("--text", default="")
+    ap.add_argument("--receiver", default="tk", choices=("tk", "xterm"))
+    ap.add_argument("--build", action="append", default=[])
+    args = ap.parse_args()
+    import evident
+    state = os.path.join(args.tmp, "inproc-state")
+    with evident.Engine(state_dir=state) as engine:
+        out = {"display": mode_display, "click": mode_click, "type": mode_type}[args.mode](
+            engine, args)
+    out["ok"] = True
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
