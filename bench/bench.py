@@ -693,6 +693,7 @@ def row_click(h, ev, n):
                     pass
             peers.append(peer(name, samples, delivered == runs,
                               "%d/%d clicks reached the fixture app" % (delivered, runs)))
+        peers.append(xtest_floor_click(srv, log, bx, by, n))
         evr = evident_input(h, ev, srv, log, "click", n, {"x": bx, "y": by})
     if not evr.get("available"):
         doc, err = ev.inproc(h, "click", n)
@@ -707,6 +708,40 @@ def row_click(h, ev, n):
                       e["median_us"] * 20 <= p["median_us"],
                       ratio_permille(e["median_us"], p and p["median_us"]),
                       "needs <= 100 us and ratio <= 0.05"))
+
+
+def xtest_floor_click(srv, log, x, y, n):
+    """The physical floor: XTest motion + press + release + XSync through libXtst (ctypes)."""
+    lib = xlib()
+    xt = ctypes.CDLL("libXtst.so.6")
+    xt.XTestFakeMotionEvent.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_ulong]
+    xt.XTestFakeButtonEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                                        ctypes.c_ulong]
+    lib.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    dpy = lib.XOpenDisplay(srv.name.encode())
+    if not dpy:
+        return peer("xtest_sync_floor", [], False, "cannot open the display")
+    samples = []
+    before = log.count("button_clicked")
+    try:
+        for _ in range(n):
+            t0 = now_ns()
+            xt.XTestFakeMotionEvent(dpy, -1, x, y, 0)
+            xt.XTestFakeButtonEvent(dpy, 1, 1, 0)
+            xt.XTestFakeButtonEvent(dpy, 1, 0, 0)
+            lib.XSync(dpy, 0)
+            samples.append(now_ns() - t0)
+    finally:
+        lib.XCloseDisplay(dpy)
+    try:
+        wait_until(lambda: log.count("button_clicked") - before >= n, 5.0, "clicks")
+    except BenchError:
+        pass
+    got = log.count("button_clicked") - before
+    return peer("xtest_sync_floor", samples, got == n,
+                "libXtst via ctypes in-process (the floor, not a tool): %d/%d clicks reached "
+                "the fixture app" % (got, n))
 
 
 def evident_input(h, ev, srv, log, mode, n, params):
