@@ -9,6 +9,10 @@ import tkinter as tk
 title = sys.argv[1] if len(sys.argv) > 1 else "evident-tk"
 mode = sys.argv[2] if len(sys.argv) > 2 else "entry"
 root = tk.Tk()
+try:
+    root.tk.call("tk", "useinputmethods", "1")  # Xutf8LookupString: text beyond Latin-1
+except tk.TclError:
+    pass
 root.title(title)
 root.geometry("+0+0")
 
@@ -52,7 +56,14 @@ def ready():
           "width": w.winfo_width(), "height": w.winfo_height()})
 
 
-root.update()
-w.wait_visibility()
-ready()
+state = {"ready": False}
+
+
+def on_expose(_e):
+    if not state["ready"]:
+        state["ready"] = True
+        ready()
+
+
+w.bind("<Expose>", on_expose, add="+")
 root.mainloop()

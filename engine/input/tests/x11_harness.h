@@ -2,7 +2,6 @@
 // child processes whose output is read with deadlines (never sleeps as synchronisation).
 #pragma once
 
-#include <X11/Xlib.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +23,9 @@
 #include "evident/core/clock.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
+
+#include <X11/Xlib.h>  // after evident headers: Xlib #defines Status
+#undef Status
 
 extern char** environ;
 
@@ -128,7 +130,7 @@ class Xvfb {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
-    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     posix_spawn_file_actions_adddup2(&fa, devnull, 2);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
