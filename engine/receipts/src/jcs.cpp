@@ -44,7 +44,15 @@ bool utf8_to_utf16(std::string_view s, std::u16string* out) {
   return true;
 }
 
+bool has_high_byte(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) >= 0x80) return true;
+  }
+  return false;
+}
+
 bool valid_utf8(std::string_view s) {
+  if (!has_high_byte(s)) return true;
   std::u16string scratch;
   return utf8_to_utf16(s, &scratch);
 }
@@ -52,8 +60,12 @@ bool valid_utf8(std::string_view s) {
 void append_string(std::string_view s, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
+  std::size_t run = 0;  // start of the pending run of bytes copied as is
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out->append("\\\""); break;
       case '\\': out->append("\\\\"); break;
@@ -63,15 +75,12 @@ void append_string(std::string_view s, std::string* out) {
       case '\r': out->append("\\r"); break;
       case '\t': out->append("\\t"); break;
       default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xF]);
-        } else {
-          out->push_back(ch);
-        }
+        out->append("\\u00");
+        out->push_back(kHex[c >> 4]);
+        out->push_back(kHex[c & 0xF]);
     }
   }
+  out->append(s.data() + run, s.size() - run);
   out->push_back('"');
 }
 
@@ -116,36 +125,44 @@ Status append(const Json& v, std::string* out) {
     }
     case Json::value_t::object: {
       // RFC 8785 §3.2.3: sort by UTF-16 code units. nlohmann's std::map orders by UTF-8 bytes
-      // (= code points), which differs when astral characters meet U+E000..U+FFFF.
-      struct Key {
-        std::u16string k16;
-        const std::string* k;
-        const Json* v;
-      };
-      std::vector<Key> keys;
-      keys.reserve(v.size());
+      // (= code points), which differs only when a key holds a byte >= 0xEE (U+E000..U+FFFF
+      // or a non-BMP character); only then are the keys converted and re-sorted.
       bool needs_utf16 = false;
       for (auto it = v.begin(); it != v.end(); ++it) {
         const std::string& k = it.key();
-        std::u16string k16;
-        if (!utf8_to_utf16(k, &k16)) {
+        if (!has_high_byte(k)) continue;
+        if (!valid_utf8(k)) {
           return make_error("receipt-noncanonical", "object key is not valid UTF-8");
         }
         for (unsigned char c : k) needs_utf16 = needs_utf16 || c >= 0xEE;
-        keys.push_back(Key{std::move(k16), &k, &it.value()});
-      }
-      if (needs_utf16) {
-        std::sort(keys.begin(), keys.end(),
-                  [](const Key& a, const Key& b) { return a.k16 < b.k16; });
       }
       out->push_back('{');
       bool first = true;
-      for (const Key& key : keys) {
+      auto member = [&](const std::string& k, const Json& value) -> Status {
         if (!first) out->push_back(',');
         first = false;
-        append_string(*key.k, out);
+        append_string(k, out);
         out->push_back(':');
-        EVIDENT_TRY(append(*key.v, out));
+        return append(value, out);
+      };
+      if (!needs_utf16) {
+        for (auto it = v.begin(); it != v.end(); ++it) EVIDENT_TRY(member(it.key(), it.value()));
+      } else {
+        struct Key {
+          std::u16string k16;
+          const std::string* k;
+          const Json* v;
+        };
+        std::vector<Key> keys;
+        keys.reserve(v.size());
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          Key key{{}, &it.key(), &it.value()};
+          utf8_to_utf16(it.key(), &key.k16);
+          keys.push_back(std::move(key));
+        }
+        std::sort(keys.begin(), keys.end(),
+                  [](const Key& a, const Key& b) { return a.k16 < b.k16; });
+        for (const Key& key : keys) EVIDENT_TRY(member(*key.k, *key.v));
       }
       out->push_back('}');
       return {};
@@ -163,15 +180,19 @@ Result<std::string> canonicalize(const Json& value) {
   return out;
 }
 
-Result<std::string> domain_digest(std::string_view domain, const Json& value) {
-  auto bytes = canonicalize(value);
-  if (!bytes.ok()) return bytes.error();
+std::string domain_digest_of_jcs(std::string_view domain, std::string_view jcs_bytes) {
   Sha256 h;
   h.update(domain);
   const char zero = 0;
   h.update(&zero, 1);
-  h.update(*bytes);
+  h.update(jcs_bytes);
   return h.finish_hex();
+}
+
+Result<std::string> domain_digest(std::string_view domain, const Json& value) {
+  auto bytes = canonicalize(value);
+  if (!bytes.ok()) return bytes.error();
+  return domain_digest_of_jcs(domain, *bytes);
 }
 
 }  // namespace evident

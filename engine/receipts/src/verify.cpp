@@ -196,9 +196,9 @@ std::string schema_problem(const Json& r) {
   return "";
 }
 
-std::string digest_or_empty(std::string_view domain, const Json& v) {
-  auto d = domain_digest(domain, v);
-  return d.ok() ? *d : std::string();
+// String comparison without building a temporary Json (the verifier's hot path).
+bool str_eq(const Json& v, std::string_view s) {
+  return v.is_string() && v.get_ref<const std::string&>() == s;
 }
 
 std::string short_hex(const std::string& s) { return s.substr(0, 12) + "…"; }
@@ -263,49 +263,98 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   add("schema", true, "evident.session-receipt/v2");
   const Json& t = r["transcript"];
 
+  // Canonicalize each part once; the transcript's and the receipt body's JCS are composed from
+  // their parts' JCS (the top-level keys are plain ASCII, so map order is JCS order).
+  bool canonical = true;
+  auto jcs_of = [&canonical](const Json& v) {
+    auto bytes = canonicalize(v);
+    if (!bytes.ok()) {
+      canonical = false;
+      return std::string();
+    }
+    return std::move(*bytes);
+  };
+  std::vector<std::string> event_jcs;
+  event_jcs.reserve(t.size());
+  for (const auto& e : t) event_jcs.push_back(jcs_of(e));
+  auto join_events = [&event_jcs](std::size_t count) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i) out.push_back(',');
+      out += event_jcs[i];
+    }
+    out.push_back(']');
+    return out;
+  };
+  const std::string transcript_jcs = join_events(t.size());
+  const bool transcript_canonical = canonical;
+  bool claims_canonical = true;
+  std::string claims_jcs;
+  {
+    auto bytes = canonicalize(r["claims"]);
+    claims_canonical = bytes.ok();
+    if (bytes.ok()) claims_jcs = std::move(*bytes);
+  }
+
   // 2. receipt_id
   {
-    Json body = r;
-    body.erase("receipt_id");
-    std::string want = "ecr-" + digest_or_empty(kDomainReceipt, body);
-    bool ok = want.size() == 68 && r["receipt_id"] == want;
+    std::string body = "{";
+    bool ok = transcript_canonical && claims_canonical;
+    for (auto it = r.begin(); it != r.end() && ok; ++it) {
+      if (it.key() == "receipt_id") continue;
+      if (body.size() > 1) body.push_back(',');
+      body += "\"" + it.key() + "\":";
+      if (it.key() == "transcript") {
+        body += transcript_jcs;
+      } else if (it.key() == "claims") {
+        body += claims_jcs;
+      } else {
+        auto bytes = canonicalize(it.value());
+        ok = bytes.ok();
+        if (ok) body += *bytes;
+      }
+    }
+    body.push_back('}');
+    std::string want = ok ? "ecr-" + domain_digest_of_jcs(kDomainReceipt, body) : std::string();
+    ok = ok && str_eq(r["receipt_id"], want);
     add("receipt_id", ok, ok ? "matches" : "recomputed " + want.substr(0, 16) + "…");
   }
   // 3. transcript_sha256
   {
-    std::string want = digest_or_empty(kDomainTranscript, t);
-    bool ok = !want.empty() && r["transcript_sha256"] == want;
+    std::string want =
+        transcript_canonical ? domain_digest_of_jcs(kDomainTranscript, transcript_jcs) : "";
+    bool ok = transcript_canonical && str_eq(r["transcript_sha256"], want);
     add("transcript_sha256", ok, ok ? "matches" : "recomputed " + short_hex(want));
   }
   // 4. stage_transcript_sha256: events up to and including the first freeze.
   {
     std::size_t freeze = t.size();
     for (std::size_t i = 0; i < t.size(); ++i) {
-      if (t[i]["kind"] == "freeze") { freeze = i; break; }
+      if (str_eq(t[i]["kind"], "freeze")) { freeze = i; break; }
     }
     if (freeze == t.size()) {
       add("stage_transcript_sha256", false, "no freeze event");
     } else {
-      Json stage(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(freeze + 1));
-      std::string want = digest_or_empty(kDomainStageTranscript, stage);
-      bool ok = !want.empty() && r["stage_transcript_sha256"] == want;
+      std::string want = transcript_canonical
+                             ? domain_digest_of_jcs(kDomainStageTranscript, join_events(freeze + 1))
+                             : "";
+      bool ok = transcript_canonical && str_eq(r["stage_transcript_sha256"], want);
       add("stage_transcript_sha256", ok, ok ? "matches" : "recomputed " + short_hex(want));
     }
   }
   // 5. claims_sha256
   {
-    auto bytes = canonicalize(r["claims"]);
-    std::string want = digest_or_empty(kDomainClaims, r["claims"]);
     std::string detail;
-    if (!bytes.ok() || want.empty()) {
+    std::string want = claims_canonical ? domain_digest_of_jcs(kDomainClaims, claims_jcs) : "";
+    if (!claims_canonical) {
       detail = "claims are not canonicalizable";
-    } else if (bytes->size() > kMaxClaimsCanonicalBytes) {
-      detail = "claims are " + std::to_string(bytes->size()) + " bytes canonical (limit 16384)";
-    } else if (r["claims_sha256"] != want) {
+    } else if (claims_jcs.size() > kMaxClaimsCanonicalBytes) {
+      detail = "claims are " + std::to_string(claims_jcs.size()) + " bytes canonical (limit 16384)";
+    } else if (!str_eq(r["claims_sha256"], want)) {
       detail = "claims_sha256 differs from recomputed " + short_hex(want);
     } else {
       for (std::size_t i = 0; i < t.size(); ++i) {
-        if (t[i]["kind"] == "claims" && t[i]["claims_sha256"] != want) {
+        if (str_eq(t[i]["kind"], "claims") && !str_eq(t[i]["claims_sha256"], want)) {
           detail = "transcript[" + std::to_string(i) + "].claims_sha256 differs";
           break;
         }
@@ -324,9 +373,9 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     }
     if (detail.empty()) {
       const std::size_t n = t.size();
-      bool ok = t[0]["kind"] == "initial_frame" && t[n - 3]["kind"] == "freeze" &&
-                t[n - 2]["kind"] == "observation" && t[n - 1]["kind"] == "claims";
-      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = t[i]["kind"] == "action";
+      bool ok = str_eq(t[0]["kind"], "initial_frame") && str_eq(t[n - 3]["kind"], "freeze") &&
+                str_eq(t[n - 2]["kind"], "observation") && str_eq(t[n - 1]["kind"], "claims");
+      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = str_eq(t[i]["kind"], "action");
       if (!ok) detail = "kinds are not initial_frame, action*, freeze, observation, claims";
     }
     add("event_order", detail.empty(),
@@ -337,7 +386,7 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     std::int64_t actions = 0;
     std::int64_t with_input = 0;
     for (const auto& e : t) {
-      if (e["kind"] == "action") {
+      if (str_eq(e["kind"], "action")) {
         ++actions;
         if (e["input"] == true) ++with_input;
       }
@@ -388,14 +437,14 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     int claims = 0;
     for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
       const Json& e = t[i];
-      if (e["kind"] == "observation") {
+      if (str_eq(e["kind"], "observation")) {
         ++observations;
-        if (e["frame_sha256"] != obs) detail = "observation event frame differs from observation";
+        if (!str_eq(e["frame_sha256"], obs.get_ref<const std::string&>())) detail = "observation event frame differs from observation";
         else if (e["pre_observation_sha256"] != r["pre_observation_sha256"])
           detail = "observation event pre_observation_sha256 differs";
-      } else if (e["kind"] == "claims") {
+      } else if (str_eq(e["kind"], "claims")) {
         ++claims;
-        if (e["frame_sha256"] != obs) detail = "claims event frame differs from observation";
+        if (!str_eq(e["frame_sha256"], obs.get_ref<const std::string&>())) detail = "claims event frame differs from observation";
       }
     }
     if (detail.empty() && (observations == 0 || claims == 0)) {

@@ -23,6 +23,11 @@ inline constexpr std::string_view kDomainActionProjection = "evident/action-proj
 // outside ±(2^53−1), invalid UTF-8, binary or discarded values.
 Result<std::string> canonicalize(const Json& value);
 
+// H over bytes that already are JCS(value): lowercase hex SHA-256 of domain, 0x00, bytes.
+// Lets a caller canonicalize shared parts once (the verifier composes the transcript's JCS
+// from its events' JCS). Never fails.
+std::string domain_digest_of_jcs(std::string_view domain, std::string_view jcs_bytes);
+
 // H(domain, value): lowercase hex SHA-256 of domain, 0x00, JCS(value).
 // Error "receipt-noncanonical" (as canonicalize).
 Result<std::string> domain_digest(std::string_view domain, const Json& value);
