@@ -1,6 +1,9 @@
 // Server pixel rows -> packed RGB. The common case (32 bpp, little-endian, 8-8-8 masks) has its
 // own loop; everything else goes through the masks of the visual.
 #include <bit>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 
 #include "evident/capture/capture.h"
@@ -37,8 +40,7 @@ inline std::uint8_t expand(std::uint32_t pixel, const Channel& c) {
   return static_cast<std::uint8_t>(out >> (filled - 8));
 }
 
-void convert_bgrx(const std::uint8_t* src, int width, std::uint8_t* dst) {
-  // Four pixels per step through 32-bit words keeps this loop at ~0.3 ns/pixel with -O2.
+void convert_bgrx_scalar(const std::uint8_t* src, int width, std::uint8_t* dst) {
   int i = 0;
   for (; i + 4 <= width; i += 4) {
     std::uint32_t p[4];
@@ -55,6 +57,33 @@ void convert_bgrx(const std::uint8_t* src, int width, std::uint8_t* dst) {
     dst[3 * i + 1] = src[4 * i + 1];
     dst[3 * i + 2] = src[4 * i + 0];
   }
+}
+
+#if defined(__x86_64__)
+// One byte shuffle turns 4 BGRX pixels into 12 RGB bytes; each 16-byte store overlaps the next
+// group's, so the loop stops while a full store still fits in the row.
+__attribute__((target("ssse3"))) void convert_bgrx_ssse3(const std::uint8_t* src, int width,
+                                                         std::uint8_t* dst) {
+  const __m128i shuffle = _mm_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+  int i = 0;
+  for (; i + 6 <= width; i += 4) {
+    __m128i px = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 4 * i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 3 * i), _mm_shuffle_epi8(px, shuffle));
+  }
+  convert_bgrx_scalar(src + 4 * i, width - i, dst + 3 * i);
+}
+
+const bool kHaveSsse3 = __builtin_cpu_supports("ssse3");
+#endif
+
+void convert_bgrx(const std::uint8_t* src, int width, std::uint8_t* dst) {
+#if defined(__x86_64__)
+  if (kHaveSsse3) {
+    convert_bgrx_ssse3(src, width, dst);
+    return;
+  }
+#endif
+  convert_bgrx_scalar(src, width, dst);
 }
 
 }  // namespace

@@ -152,6 +152,22 @@ TEST(PixelConvert, Bgrx32LittleEndianIncludingTail) {
   }
 }
 
+TEST(PixelConvert, FastPathMatchesTheMaskPathOnLongRows) {
+  std::mt19937 rng(5);
+  for (int width : {1, 5, 6, 7, 37, 1920}) {
+    std::vector<std::uint8_t> src(static_cast<std::size_t>(width) * 4);
+    for (auto& v : src) v = static_cast<std::uint8_t>(rng());
+    std::vector<std::uint8_t> fast(width * 3 + 1, 0xaa), want(width * 3 + 1, 0xaa);
+    convert_row_to_rgb(PixelFormat{}, src.data(), width, fast.data());
+    for (int i = 0; i < width; ++i) {  // BGRX little-endian: bytes B, G, R, X
+      want[3 * i] = src[4 * i + 2];
+      want[3 * i + 1] = src[4 * i + 1];
+      want[3 * i + 2] = src[4 * i];
+    }
+    EXPECT_EQ(fast, want) << "width " << width << " (the byte past the row must stay untouched)";
+  }
+}
+
 TEST(PixelConvert, MsbFirstAnd24Bpp) {
   PixelFormat f;
   f.msb_first = true;

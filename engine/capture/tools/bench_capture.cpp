@@ -1,11 +1,12 @@
 // evident-bench-capture: medians of capture, PNG encode and SHA-256 for a 1920x1080 frame, and
 // the PNG size against libpng level 6 (default filters). Prints one JSON object (integers only).
 //
-//   evident-bench-capture [--runs N] [--display [--paint]] [--matrix]
+//   evident-bench-capture [--runs N] [--xvfb | --display [--paint]] [--matrix]
 //
-// Without --display the frame is a deterministic synthetic screenshot-like image. With --display
-// it captures $DISPLAY (--paint first sets that image as the root background, so the content is
-// realistic and comparable; only use it on a display you own). --matrix adds encoder variants.
+// Without --display/--xvfb the frame is a deterministic synthetic screenshot-like image. --xvfb
+// starts a private 1920x1080x24 Xvfb, paints that image as its root background and captures it.
+// --display captures $DISPLAY (--paint paints it first; only on a display you own). --matrix adds
+// encoder variants. Every time is reported as a wall-clock median and a process-CPU median.
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
 #include <png.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "evident/core/clock.h"
 #include "evident/core/json.h"
 #include "evident/core/sha256.h"
+#include "../tests/xvfb_server.h"
 #include "synthetic_image.h"
 
 namespace {
@@ -125,7 +128,7 @@ const char* filter_name(evident::PngFilter f) {
 
 int main(int argc, char** argv) {
   int runs = 21;
-  bool use_display = false, paint = false, matrix = false;
+  bool use_display = false, paint = false, matrix = false, own_xvfb = false;
   std::string out_path;  // --out: write one captured PNG there (bench/ decodes it with Pillow)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -133,6 +136,8 @@ int main(int argc, char** argv) {
       runs = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--display") {
       use_display = true;
+    } else if (a == "--xvfb") {
+      own_xvfb = use_display = paint = true;
     } else if (a == "--paint") {
       paint = true;
     } else if (a == "--matrix") {
@@ -149,10 +154,16 @@ int main(int argc, char** argv) {
   out["runs"] = runs;
   RawImage image = evident::synthetic::screenshot_like();
   Display* dpy = nullptr;
+  std::unique_ptr<evident::testing::XvfbServer> server;
   if (use_display) {
-    dpy = XOpenDisplay(nullptr);
+    if (own_xvfb) {
+      server = std::make_unique<evident::testing::XvfbServer>("1920x1080x24");
+      dpy = server->ok() ? server->open() : nullptr;
+    } else {
+      dpy = XOpenDisplay(nullptr);
+    }
     if (dpy == nullptr) {
-      std::fprintf(stderr, "cannot open $DISPLAY\n");
+      std::fprintf(stderr, "cannot open the display\n");
       return 1;
     }
     if (paint && !paint_root(dpy, image)) {
@@ -160,35 +171,42 @@ int main(int argc, char** argv) {
       return 1;
     }
     auto cap = evident::Capturer::create(dpy);
-    if (!cap.ok()) {
-      std::fprintf(stderr, "%s\n", cap.error().message.c_str());
+    evident::CaptureOptions cold_options;
+    cold_options.reuse_bands = false;
+    auto cold = evident::Capturer::create(dpy, cold_options);
+    if (!cap.ok() || !cold.ok()) {
+      std::fprintf(stderr, "capture unavailable\n");
       return 1;
     }
     auto& c = *cap;
-    out["source"] = paint ? "display-painted" : "display";
+    out["source"] = own_xvfb ? "xvfb-painted" : (paint ? "display-painted" : "display");
     out["using_shm"] = c->using_shm();
     auto g = c->grab();
     if (!g.ok()) return 1;
     image = std::move(*g);
-    out["capture_us_median"] = median_us(runs, [&] { (void)c->grab(); });
-    out["capture_cpu_us_median"] = g_last_cpu_median;
+    out["grab_rgb_us_median"] = median_us(runs, [&] { (void)c->grab(); });
+    out["grab_rgb_cpu_us_median"] = g_last_cpu_median;
+    // Full path: capture + PNG + SHA-256, every band deflated (a frame that changed everywhere).
     std::size_t png_bytes = 0;
-    out["capture_png_sha256_us_median"] =
-        median_us(runs, [&] { png_bytes = c->capture_png()->bytes.size(); });
-    out["capture_png_sha256_cpu_us_median"] = g_last_cpu_median;
+    out["capture_png_cold_us_median"] =
+        median_us(runs, [&] { png_bytes = (*cold)->capture_png()->bytes.size(); });
+    out["capture_png_cold_cpu_us_median"] = g_last_cpu_median;
     out["capture_png_bytes"] = png_bytes;
-    if (!out_path.empty()) {
-      auto f = c->capture_png();
-      if (!f.ok()) return 1;
-      std::FILE* fp = std::fopen(out_path.c_str(), "wb");
-      if (fp == nullptr || std::fwrite(f->bytes.data(), 1, f->bytes.size(), fp) != f->bytes.size() ||
-          std::fclose(fp) != 0) {
-        std::fprintf(stderr, "cannot write %s\n", out_path.c_str());
-        return 1;
-      }
-      out["capture_png_path"] = out_path;
-      out["capture_png_sha256"] = f->sha256;
-    }
+    // Same screen again: every band reused.
+    (void)c->capture_png();
+    out["capture_png_unchanged_us_median"] = median_us(runs, [&] { (void)c->capture_png(); });
+    out["capture_png_unchanged_cpu_us_median"] = g_last_cpu_median;
+    // A typical action: a 300x40 region (a text field) changes between frames.
+    GC gc = XCreateGC(dpy, DefaultRootWindow(dpy), 0, nullptr);
+    int step = 0;
+    out["capture_png_small_change_us_median"] = median_us(runs, [&] {
+      XSetForeground(dpy, gc, (step++ % 2) ? 0xf0f0f0 : 0x202020);
+      XFillRectangle(dpy, DefaultRootWindow(dpy), gc, 600, 500, 300, 40);
+      XSync(dpy, False);
+      (void)c->capture_png();
+    });
+    out["capture_png_small_change_cpu_us_median"] = g_last_cpu_median;
+    XFreeGC(dpy, gc);
   } else {
     out["source"] = "synthetic";
   }
@@ -232,7 +250,7 @@ int main(int argc, char** argv) {
     }
     out["matrix"] = rows;
   }
-  if (dpy != nullptr) XCloseDisplay(dpy);
+  if (dpy != nullptr && !own_xvfb) XCloseDisplay(dpy);
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

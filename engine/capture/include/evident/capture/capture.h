@@ -36,9 +36,9 @@ enum class PngFilter { kNone, kSub, kUp };
 // Encoder knobs (docs/capture.md has the measurements behind the defaults). The bytes depend
 // on band_rows, level and filter only, never on `threads`.
 struct PngOptions {
-  int band_rows = 64;                  // rows per independently deflated band (1..height)
+  int band_rows = 32;                  // rows per independently deflated band (1..height)
   int level = 1;                       // zlib level 1..9
-  PngFilter filter = PngFilter::kUp;
+  PngFilter filter = PngFilter::kSub;
   int threads = 0;                     // 0: the shared pool; 1: the calling thread only
 };
 
