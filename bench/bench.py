@@ -1248,12 +1248,38 @@ def session_job_sha():
 def evident_session(h, ev, n):
     tool = ev.find("evident-bench-session")
     if tool:
-        doc, err = ev.run_json([tool, "--runs", str(n)], h.env, timeout=300)
-        if doc is not None:
-            return evident_from_tool(doc, "evident-bench-session")
-        tool_err = err
+        # the tool exits 1 when it misses its target; its JSON is still the measurement
+        try:
+            r = subprocess.run([tool, "--runs", str(n), "--width", str(W), "--height", str(H)],
+                               env=h.env, capture_output=True, timeout=600)
+            out = r.stdout.decode(errors="replace")
+            doc = json.loads(out[out.index("{"):]) if "{" in out else None
+        except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+            doc, r = None, None
+            tool_err = str(e)
+        if doc is not None and doc.get("median_total_us") is not None and r.returncode in (0, 1):
+            # delivery/correctness from one run of the same sequence through the CLI
+            try:
+                cli = evident_session_cli(h, ev, 1, "evident-bench-session used for timing")
+                check = dict(cli["check"], detail="CLI run: " + cli["check"]["detail"])
+            except Unavailable as e:
+                check = {"ok": len(doc.get("all_total_us", [])) == doc.get("runs"),
+                         "detail": "every run completed begin..close (the tool stops at a failed "
+                         "action or refused op); CLI delivery check unavailable: %s" % e}
+            return {"available": True, "name": "evident-bench-session (in-process Engine::call, "
+                    "fixture app, 1920x1080)", "median_us": doc["median_total_us"],
+                    "runs": doc.get("runs"), "breakdown_us": doc.get("median_us"), "tool": doc,
+                    "check": check}
+        if doc is None and r is not None:
+            tool_err = "exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-200:])
+        elif doc is not None:
+            tool_err = "unexpected output"
     else:
         tool_err = "not built"
+    return evident_session_cli(h, ev, n, tool_err)
+
+
+def evident_session_cli(h, ev, n, tool_err):
     # Fallback: the same sequence through the CLI (each op one `evident session` process, so this
     # includes 6 CLI process starts and socket round trips).
     samples, ok, detail = [], True, ""
@@ -1282,16 +1308,21 @@ def evident_session(h, ev, n):
             seq, receipt = snap["sequence"], snap.get("receipt") or {}
             closed = d.session({"op": "close", "session_id": sid, "sequence": seq})
             samples.append(now_ns() - t0)
+            evdir = snap.get("evidence_dir") or ""
+            vr = subprocess.run([d.cli, "--json", "verify", os.path.join(evdir, "receipt.json"),
+                                 "--frames", evdir], env=h.env, capture_output=True, timeout=60)
             statuses = [r.get("status") for r in receipt.get("transcript", [])
                         if r.get("kind") == "action"]
             with contextlib.suppress(BenchError):
                 wait_until(lambda: log.count("button_clicked") - before >= 16, 3.0, "16 clicks")
             got = log.count("button_clicked") - before
             if not (closed.get("cleanup_complete") and receipt.get("action_count") == 16 and
-                    got == 16 and all(st in ("ok", "injected") for st in statuses)):
+                    got == 16 and all(st in ("ok", "injected") for st in statuses) and
+                    vr.returncode == 0):
                 ok = False
-            detail = "receipt with %s actions, %d/16 clicks reached the app, cleanup_complete=%s" \
-                % (receipt.get("action_count"), got, closed.get("cleanup_complete"))
+            detail = "receipt with %s actions, %d/16 clicks reached the app, cleanup_complete=%s, " \
+                "evident verify --frames exit %d" % (receipt.get("action_count"), got,
+                                                     closed.get("cleanup_complete"), vr.returncode)
     return {"available": True, "name": "evident session via CLI (evident-bench-session: %s)"
             % tool_err, "median_us": median_us(samples), "runs": n,
             "check": {"ok": ok, "detail": detail}}
@@ -1372,9 +1403,13 @@ def row_verify_inprocess(h, ev, n):
         if doc is None or "receipts_per_second" not in doc:
             evr = unavailable("evident-bench-verify: %s" % (err or "no receipts_per_second"))
         else:
-            rps = doc["receipts_per_second"]
-            evr = {"available": True, "name": "evident-bench-verify", "runs": doc.get("runs"),
-                   "median_us": doc.get("us_per_receipt"), "receipts_per_second": rps,
+            # judged on the median (like every row): 1e6 / median us per receipt; the tool's
+            # wall-clock throughput (which a load spike on this shared machine drags) is kept
+            med = doc.get("us_per_receipt") or 0
+            rps = int(1000000 // med) if med > 0 else 0
+            evr = {"available": True, "name": "evident-bench-verify (read + parse + verify)",
+                   "runs": doc.get("runs"), "median_us": med, "receipts_per_second": rps,
+                   "throughput_per_second": doc["receipts_per_second"],
                    "tool": doc,
                    "check": {"ok": doc.get("ok", True) is not False,
                              "detail": "verified the golden 64-action receipt in-process"}}
