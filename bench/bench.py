@@ -374,8 +374,8 @@ class Evident:
         try:
             doc = json.loads(out.splitlines()[-1] if out else "")
         except (json.JSONDecodeError, IndexError):
-            return None, "exit %d, no JSON (stderr: %s)" % (
-                r.returncode, r.stderr.decode(errors="replace").strip()[-300:])
+            last = (r.stderr.decode(errors="replace").strip().splitlines() or [""])[-1]
+            return None, "exit %d, no JSON (stderr: %s)" % (r.returncode, last[-300:])
         if r.returncode != 0 or doc.get("ok") is False:
             return None, "exit %d: %s" % (r.returncode, json.dumps(doc.get("error", doc))[:300])
         return doc, None
