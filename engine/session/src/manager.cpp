@@ -1,6 +1,8 @@
 #include "evident/session/manager.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -694,6 +696,10 @@ void SessionManager::start_reaper() {
   std::lock_guard<std::mutex> guard(mu_);
   if (reaper_.joinable() || stop_) return;
   reaper_ = std::thread([this] {
+    // Signals belong to the daemon's signalfd, never to this thread.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       expire_due_locked(lock);

@@ -1,0 +1,121 @@
+#include "session_backend.h"
+
+#include "evident/actions/executor.h"
+#include "evident/core/random.h"
+
+namespace evident {
+namespace {
+
+class DisplayLease final : public SessionLease {
+ public:
+  DisplayLease(DisplayManager& dm, std::shared_ptr<OwnedDisplay> d, std::string owner,
+               SessionTarget target)
+      : dm_(dm), d_(std::move(d)), owner_(std::move(owner)), target_(std::move(target)) {}
+
+  ~DisplayLease() override {
+    // The executor's destructor releases anything still held before the lock goes.
+    executor_.reset();
+    d_->release_session(owner_);
+  }
+
+  Status init() {
+    ExecutorContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(d_->x_mutex());
+      if (!d_->dpy() || !d_->alive()) return make_error("display-generation-mismatch", "the display is no longer running");
+      ctx.dpy = d_->dpy();
+      ctx.capturer = d_->capturer();
+      ctx.watcher = d_->change_watcher();
+    }
+    ctx.dpy_mutex = &d_->x_mutex();
+    ctx.width = target_.width;
+    ctx.height = target_.height;
+    std::weak_ptr<OwnedDisplay> weak = d_;
+    ctx.open_aux = [weak]() -> ::Display* {
+      auto d = weak.lock();
+      if (!d) return nullptr;
+      auto c = d->open_connection();
+      return c.ok() ? *c : nullptr;
+    };
+    auto ex = ActionExecutor::create(std::move(ctx));
+    if (!ex.ok()) return ex.error();
+    executor_ = std::move(ex).value();
+    return {};
+  }
+
+  const SessionTarget& target() const override { return target_; }
+
+  Result<SessionFrame> capture() override {
+    Result<PngFrame> frame = make_error("session-display-lost", "the session's display is gone");
+    {
+      std::lock_guard<std::mutex> lock(d_->x_mutex());
+      if (d_->dpy() && d_->capturer() && d_->alive()) frame = d_->capturer()->capture_png();
+    }
+    if (!frame.ok()) return frame.error();
+    SessionFrame f;
+    f.bytes = std::move(frame->bytes);
+    f.sha256 = std::move(frame->sha256);
+    f.width = frame->width;
+    f.height = frame->height;
+    return f;
+  }
+
+  SessionActionOutcome execute(const Action& action, int index) override {
+    ActionResult r = executor_->execute(action, index);
+    return SessionActionOutcome{to_string(r.status), r.detail,
+                                static_cast<std::int64_t>(r.input_events)};
+  }
+
+  Status release_all_checked() override { return executor_->release_all_checked(); }
+  bool display_alive() override { return d_->alive(); }
+  bool app_alive() override { return dm_.app_alive(target_.app_id); }
+
+ private:
+  DisplayManager& dm_;
+  std::shared_ptr<OwnedDisplay> d_;
+  std::string owner_;
+  SessionTarget target_;
+  std::unique_ptr<ActionExecutor> executor_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SessionLease>> DisplaySessionBackend::acquire(std::int64_t display_id,
+                                                                     const std::string& generation,
+                                                                     const std::string& app_id) {
+  if (display_id < 0 || display_id > 65535) {
+    return make_error("display-generation-mismatch", "no owned display with that id and generation");
+  }
+  auto d = displays_.get(static_cast<int>(display_id), generation);
+  if (!d.ok()) {
+    // An unknown display is a mismatch too: the caller's (id, generation) names no live display.
+    if (d.error().code == "display-not-found") {
+      return make_error("display-generation-mismatch", "no owned display with that id and generation");
+    }
+    return d.error();
+  }
+  if (!(*d)->alive()) return make_error("display-generation-mismatch", "the display is no longer running");
+  auto app = displays_.app(app_id);
+  if (!app.ok() || !app->alive) return make_error("app-not-live", "no live app with that id");
+  if (app->display_id != display_id || app->generation != generation) {
+    return make_error("session-binding", "the app is bound to another display generation");
+  }
+  std::string owner = random_id("session-lease");
+  if (!(*d)->try_acquire_session(owner)) {
+    return make_error("session-busy", "the display is held by another session or action batch", true);
+  }
+  SessionTarget t;
+  t.display_id = display_id;
+  t.display_name = (*d)->info().name;
+  t.generation = (*d)->info().generation;
+  t.width = (*d)->info().width;
+  t.height = (*d)->info().height;
+  t.app_id = app->app_id;
+  t.app_pid = app->pid;
+  t.app_argv_sha256 = app->argv_sha256;
+  auto lease = std::make_unique<DisplayLease>(displays_, *d, owner, t);
+  if (auto st = lease->init(); !st.ok()) return st.error();  // the destructor releases the lock
+  return std::unique_ptr<SessionLease>(std::move(lease));
+}
+
+}  // namespace evident

@@ -1,0 +1,23 @@
+// SessionBackend over the engine's DisplayManager and the actions module's executor: the only
+// place where sessions touch real displays, apps, capture and input.
+#pragma once
+
+#include "evident/display/display.h"
+#include "evident/session/backend.h"
+
+namespace evident {
+
+class DisplaySessionBackend final : public SessionBackend {
+ public:
+  explicit DisplaySessionBackend(DisplayManager& displays) : displays_(displays) {}
+  // Errors: display-generation-mismatch, app-not-live, session-binding, session-busy,
+  // input-unavailable.
+  Result<std::unique_ptr<SessionLease>> acquire(std::int64_t display_id,
+                                                const std::string& generation,
+                                                const std::string& app_id) override;
+
+ private:
+  DisplayManager& displays_;
+};
+
+}  // namespace evident
