@@ -9,8 +9,11 @@
 
 #include "evident/core/clock.h"
 #include "evident/core/json.h"
+#include "evident/core/status.h"
 
 namespace evident {
+
+class DisplayManager;
 
 // Who made a request, resolved by the control surface — never taken from request fields.
 struct Actor {
@@ -42,7 +45,8 @@ struct EngineOptions {
 //   cu.actions       {display_id,generation,request:{...contract §4 batch...}}
 //   session          {request:"<raw JSON text of one §5 request>"}  (parsed strictly by the session layer)
 //   ping             {}  -> {"ok":true,"version":"…","pid":P}
-// Errors: {"ok":false,"error":{"code","message","retryable"}}.
+// Errors: {"ok":false,"error":{"code","message","retryable"}}. Envelope errors: request-json,
+// request-too-large, request-unknown-op, request-args (docs/errors.md); none changes state.
 class Engine {
  public:
   explicit Engine(EngineOptions options);
@@ -59,6 +63,10 @@ class Engine {
   void shutdown();
 
   static constexpr std::size_t kMaxRequestBytes = 256 * 1024;
+
+  // The displays and apps this engine owns (for in-process users: sessions, bindings, tests).
+  DisplayManager& displays();
+  const EngineOptions& options() const;
 
  private:
   struct Impl;

@@ -1,0 +1,320 @@
+// The `evident` command line: CLI11 subcommands that talk to the daemon (one JSON request per
+// command), plus `daemon` (runs it) and `verify` (local, no daemon).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "evident/core/fs.h"
+#include "evident/core/json.h"
+#include "evident/daemon/daemon.h"
+#include "evident/receipts/verify.h"
+#include "evident/service/engine.h"
+
+namespace evident {
+namespace {
+
+constexpr std::size_t kMaxRequestText = Engine::kMaxRequestBytes - 4096;
+
+struct Globals {
+  bool json = false;
+  std::string socket;
+};
+
+int print_error(const Globals& g, const Error& e, int exit_code) {
+  if (g.json) {
+    std::cout << dump_json(error_response(e)) << std::endl;
+  } else {
+    std::cerr << "evident: error [" << e.code << "]: " << e.message << std::endl;
+  }
+  return exit_code;
+}
+
+// Reads a --request value: inline JSON, @FILE or - (stdin), bounded. "request-input".
+Result<std::string> read_request_arg(const std::string& value) {
+  std::string text;
+  if (value == "-") {
+    std::ostringstream ss;
+    char buf[65536];
+    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+      ss.write(buf, std::cin.gcount());
+      if (static_cast<std::size_t>(ss.tellp()) > kMaxRequestText) {
+        return make_error("request-too-large", "the request on stdin is too large");
+      }
+    }
+    text = ss.str();
+  } else if (!value.empty() && value[0] == '@') {
+    auto r = read_file(value.substr(1), kMaxRequestText);
+    if (!r.ok()) {
+      return make_error(r.error().code == "fs-too-large" ? "request-too-large" : "request-input",
+                        r.error().message);
+    }
+    text = *r;
+  } else {
+    text = value;
+  }
+  if (text.size() > kMaxRequestText) {
+    return make_error("request-too-large", "the request is too large");
+  }
+  return text;
+}
+
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+}
+
+// Human output for each op's success.
+void print_human(const std::string& op, const Json& r) {
+  if (op == "display.create") {
+    const Json& d = r["display"];
+    std::cout << "display " << d["name"].get<std::string>() << " ready  id "
+              << d["id"].get<int>() << "  generation " << d["generation"].get<std::string>()
+              << "  " << d["width"].get<int>() << "x" << d["height"].get<int>() << std::endl;
+  } else if (op == "display.destroy") {
+    std::cout << "destroyed display " << r["display_id"].get<int>() << " ("
+              << r["generation"].get<std::string>() << ")" << std::endl;
+  } else if (op == "display.list") {
+    if (r["displays"].empty()) {
+      std::cout << "no displays" << std::endl;
+      return;
+    }
+    std::cout << pad("ID", 6) << pad("NAME", 8) << pad("GENERATION", 38) << "SIZE" << std::endl;
+    for (const auto& d : r["displays"]) {
+      std::cout << pad(std::to_string(d["id"].get<int>()), 6)
+                << pad(d["name"].get<std::string>(), 8)
+                << pad(d["generation"].get<std::string>(), 38) << d["width"].get<int>() << "x"
+                << d["height"].get<int>() << std::endl;
+    }
+  } else if (op == "display.status") {
+    std::cout << "ready: " << (r["ready"].get<bool>() ? "yes" : "no") << std::endl;
+    for (const auto& l : r["layers"]) {
+      std::cout << "  " << pad(l["name"].get<std::string>(), 16)
+                << pad(l["state"].get<std::string>(), 9) << l["detail"].get<std::string>();
+      if (!l["fix"].get<std::string>().empty()) {
+        std::cout << "  (fix: " << l["fix"].get<std::string>() << ")";
+      }
+      std::cout << std::endl;
+    }
+  } else if (op == "display.screenshot") {
+    const Json& p = r["png"];
+    std::cout << "wrote " << p["path"].get<std::string>() << "  " << p["width"].get<int>()
+              << "x" << p["height"].get<int>() << "  " << p["byte_length"].get<std::int64_t>()
+              << " bytes  sha256 " << p["sha256"].get<std::string>() << std::endl;
+  } else if (op == "app.launch") {
+    const Json& a = r["app"];
+    std::cout << "launched " << a["app_id"].get<std::string>() << "  pid "
+              << a["pid"].get<int>() << "  on display " << a["display_id"].get<int>()
+              << std::endl;
+  } else if (op == "app.stop") {
+    std::cout << "stopped " << r["app_id"].get<std::string>() << "  exit status "
+              << r["exit_status"].get<int>() << std::endl;
+  } else if (op == "app.list") {
+    if (r["apps"].empty()) {
+      std::cout << "no apps" << std::endl;
+      return;
+    }
+    std::cout << pad("APP", 38) << pad("DISPLAY", 9) << pad("PID", 9) << "STATE" << std::endl;
+    for (const auto& a : r["apps"]) {
+      std::string state = a["alive"].get<bool>()
+                              ? "running"
+                              : "exited " + std::to_string(a["exit_status"].get<int>());
+      std::cout << pad(a["app_id"].get<std::string>(), 38)
+                << pad(std::to_string(a["display_id"].get<int>()), 9)
+                << pad(std::to_string(a["pid"].get<int>()), 9) << state << std::endl;
+    }
+  } else {
+    std::cout << r.dump(2) << std::endl;
+  }
+}
+
+// Sends one request; prints the answer; returns the exit status.
+int send(const Globals& g, const std::string& op, const std::string& request_text) {
+  std::string socket = g.socket.empty() ? socket_path_from_env() : g.socket;
+  auto answer = daemon_call(socket, request_text);
+  if (!answer.ok()) return print_error(g, answer.error(), 1);
+  const Json& r = *answer;
+  bool ok = r.value("ok", false);
+  if (g.json) {
+    std::cout << dump_json(r) << std::endl;
+  } else if (ok) {
+    print_human(op, r);
+  } else {
+    const Json& e = r["error"];
+    std::cerr << "evident: error [" << e.value("code", "?") << "]: " << e.value("message", "")
+              << std::endl;
+  }
+  return ok ? 0 : 1;
+}
+
+int send(const Globals& g, const std::string& op, const Json& args) {
+  return send(g, op, dump_json(Json{{"op", op}, {"args", args}}));
+}
+
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+int run(int argc, char** argv) {
+  Globals g;
+  // --json must shape even a usage error, so look for it before parsing (not after "--").
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") break;
+    if (a == "--json") g.json = true;
+  }
+
+  CLI::App app{"evident: owned X displays, native input, exact frames and verifiable receipts"};
+  app.fallthrough();  // global options also after the subcommand (inherited by subcommands)
+  app.require_subcommand(1);
+  app.add_flag("--json", g.json, "print exactly one JSON object");
+  app.add_option("--socket", g.socket, "the daemon's socket (default $EVIDENT_SOCKET or " +
+                                           default_socket_path() + ")");
+
+  // daemon
+  auto* daemon = app.add_subcommand("daemon", "run the daemon in the foreground");
+  std::string state_dir;
+  daemon->add_option("--state-dir", state_dir, "evidence directory (default " +
+                                                   default_state_dir() + ")");
+
+  // display
+  auto* display = app.add_subcommand("display", "owned displays");
+  display->require_subcommand(1);
+  int width = 1280, height = 800, depth = 24, dpi = 96;
+  auto* d_create = display->add_subcommand("create", "start an owned display and wait until ready");
+  d_create->add_option("--width", width)->capture_default_str();
+  d_create->add_option("--height", height)->capture_default_str();
+  d_create->add_option("--depth", depth)->capture_default_str();
+  d_create->add_option("--dpi", dpi)->capture_default_str();
+  int id = 0;
+  std::string gen, out;
+  auto* d_destroy = display->add_subcommand("destroy", "stop the display's apps, then the display");
+  d_destroy->add_option("ID", id)->required();
+  d_destroy->add_option("GENERATION", gen)->required();
+  auto* d_list = display->add_subcommand("list", "the displays this daemon owns");
+  auto* d_status = display->add_subcommand("status", "readiness layers, probed fresh");
+  d_status->add_option("ID", id)->required();
+  d_status->add_option("GENERATION", gen)->required();
+  auto* d_shot = display->add_subcommand("screenshot", "one full-display PNG");
+  d_shot->add_option("ID", id)->required();
+  d_shot->add_option("GENERATION", gen)->required();
+  d_shot->add_option("--out", out, "the PNG file to write (0600)")->required();
+
+  // app
+  auto* appc = app.add_subcommand("app", "apps on owned displays");
+  appc->require_subcommand(1);
+  std::int64_t wait_window_ms = 0;
+  std::vector<std::string> cmd;
+  std::string app_id;
+  auto* a_launch = appc->add_subcommand("launch", "launch an app on a display: ID GENERATION -- CMD [ARG...]");
+  a_launch->add_option("ID", id)->required();
+  a_launch->add_option("GENERATION", gen)->required();
+  a_launch->add_option("--wait-window-ms", wait_window_ms, "wait for a mapped top-level window");
+  a_launch->add_option("CMD", cmd, "the command and its arguments (after --)")->required();
+  auto* a_stop = appc->add_subcommand("stop", "stop an app (TERM, then KILL after 3 s)");
+  a_stop->add_option("APP_ID", app_id)->required();
+  auto* a_list = appc->add_subcommand("list", "apps and their liveness");
+
+  // cu actions
+  auto* cu = app.add_subcommand("cu", "computer-use actions outside a session");
+  cu->require_subcommand(1);
+  std::string request;
+  auto* cu_actions = cu->add_subcommand("actions", "run one action batch: ID GENERATION --request JSON|@FILE|-");
+  cu_actions->add_option("ID", id)->required();
+  cu_actions->add_option("GENERATION", gen)->required();
+  cu_actions->add_option("--request", request, "JSON, @FILE or - (stdin)")->required();
+
+  // session
+  auto* session = app.add_subcommand("session", "one request of the session protocol");
+  session->add_option("--request", request, "JSON, @FILE or - (stdin)")->required();
+
+  // verify (local)
+  auto* verify = app.add_subcommand("verify", "verify a receipt offline");
+  std::string receipt;
+  VerifyOptions vo;
+  std::int64_t expect_uid = -1;
+  verify->add_option("RECEIPT", receipt)->required();
+  verify->add_option("--frames", vo.frames_dir, "the evidence directory with the frames");
+  verify->add_option("--png", vo.png_path, "a PNG that must be the observed frame");
+  verify->add_option("--expect-job", vo.expect_job_sha256, "the expected job_sha256");
+  verify->add_option("--expect-uid", expect_uid, "the expected actor uid");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (g.json) {
+      std::cout << dump_json(error_response(make_error("usage", e.what()))) << std::endl;
+    } else {
+      std::cerr << "evident: usage error: " << e.what() << "\n(run: evident --help)" << std::endl;
+    }
+    return 2;
+  }
+
+  if (daemon->parsed()) {
+    DaemonOptions o;
+    o.socket_path = g.socket;
+    o.state_dir = state_dir;
+    auto r = run_daemon(o, std::cerr);
+    if (!r.ok()) return print_error(g, r.error(), 1);
+    return *r;
+  }
+  if (d_create->parsed()) {
+    return send(g, "display.create",
+                Json{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}});
+  }
+  if (d_destroy->parsed()) return send(g, "display.destroy", Json{{"display_id", id}, {"generation", gen}});
+  if (d_list->parsed()) return send(g, "display.list", Json::object());
+  if (d_status->parsed()) return send(g, "display.status", Json{{"display_id", id}, {"generation", gen}});
+  if (d_shot->parsed()) {
+    return send(g, "display.screenshot",
+                Json{{"display_id", id}, {"generation", gen}, {"out", absolute(out)}});
+  }
+  if (a_launch->parsed()) {
+    Json args{{"display_id", id}, {"generation", gen}, {"argv", cmd}};
+    if (a_launch->count("--wait-window-ms")) args["wait_window_ms"] = wait_window_ms;
+    return send(g, "app.launch", args);
+  }
+  if (a_stop->parsed()) return send(g, "app.stop", Json{{"app_id", app_id}});
+  if (a_list->parsed()) return send(g, "app.list", Json::object());
+  if (cu_actions->parsed()) {
+    auto text = read_request_arg(request);
+    if (!text.ok()) return print_error(g, text.error(), 1);
+    // Checked here so that the raw text can be embedded as is (duplicate keys still reach the
+    // daemon's strict parser; trailing data cannot alter the envelope).
+    auto parsed = parse_json_strict(*text, kMaxRequestText, "request-json");
+    if (!parsed.ok()) return print_error(g, parsed.error(), 1);
+    std::string envelope = "{\"op\":\"cu.actions\",\"args\":{\"display_id\":" +
+                           std::to_string(id) + ",\"generation\":" + dump_json(Json(gen)) +
+                           ",\"request\":" + *text + "}}";
+    return send(g, "cu.actions", envelope);
+  }
+  if (session->parsed()) {
+    auto text = read_request_arg(request);
+    if (!text.ok()) return print_error(g, text.error(), 1);
+    // The raw text goes through as a string, so the session layer's strict parser sees it as
+    // sent (duplicate keys included).
+    return send(g, "session", Json{{"request", *text}});
+  }
+  if (verify->parsed()) {
+    if (expect_uid >= 0) vo.expect_uid = expect_uid;
+    return run_verify_command(receipt, vo, g.json, std::cout);
+  }
+  return print_error(g, make_error("usage", "no command given"), 2);
+}
+
+}  // namespace
+}  // namespace evident
+
+int main(int argc, char** argv) { return evident::run(argc, argv); }

@@ -1,0 +1,44 @@
+// The daemon: the control socket in front of one Engine, and its client.
+//
+// Wire format (docs/cli.md): one request per connection. The client connects to the Unix
+// stream socket, writes one JSON envelope {"op","args"} (≤ Engine::kMaxRequestBytes), shuts
+// down its write side; the daemon reads to EOF (bounded size, read deadline), answers with one
+// JSON object followed by "\n", and closes. The actor is taken from SO_PEERCRED only.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident {
+
+// default_runtime_dir() + "/evident.sock" ($XDG_RUNTIME_DIR/evident/evident.sock or
+// /tmp/evident-<uid>/evident.sock).
+std::string default_socket_path();
+// $EVIDENT_SOCKET if set, else default_socket_path().
+std::string socket_path_from_env();
+
+struct DaemonOptions {
+  std::string socket_path;  // default socket_path_from_env()
+  std::string state_dir;    // default default_state_dir()
+  int max_connections = 32;
+  int read_timeout_ms = 10000;
+};
+
+// Runs in the foreground until SIGTERM/SIGINT, then destroys everything the engine owns and
+// returns 0. Must be called before the process starts other threads (it blocks TERM/INT for its
+// signalfd). Start-up errors are returned: daemon-already-running, daemon-socket-dir-unsafe,
+// daemon-socket-in-use, daemon-socket-failed.
+Result<int> run_daemon(const DaemonOptions& options, std::ostream& log);
+
+// Client: sends one request and returns the daemon's JSON answer.
+// Errors: daemon-unavailable (nobody listens; the message says how to start it),
+// daemon-protocol (a malformed or missing answer), daemon-timeout.
+Result<Json> daemon_call(const std::string& socket_path, std::string_view request,
+                         int timeout_ms = 300000);
+
+}  // namespace evident

@@ -1,0 +1,218 @@
+// Owned displays (Xvfb servers evident started) and the apps launched on them.
+// Error ids (docs/errors.md): display-not-found, display-generation-mismatch,
+// display-start-failed, display-not-ready, display-limit, display-dead, display-args,
+// app-not-found, app-launch-failed, app-exited, app-window-timeout, app-limit, app-args,
+// engine-shutting-down, capture-* (from the capture module).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "evident/capture/capture.h"
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+#include "evident/display/process.h"
+#include "evident/display/xauth.h"
+
+typedef struct _XDisplay Display;  // Xlib
+
+namespace evident {
+
+struct DisplayOptions {
+  int width = 1280;   // 64..8192
+  int height = 800;   // 64..8192
+  int depth = 24;     // 16 or 24
+  int dpi = 96;       // 24..960
+};
+
+// Checks the ranges above. Error: "display-args".
+Status validate_display_options(const DisplayOptions& options);
+
+struct DisplayInfo {
+  int id = 0;            // the X display number N
+  std::string name;      // ":N"
+  std::string generation;  // "gen-<32 hex>"
+  int width = 0;
+  int height = 0;
+  int depth = 0;
+  int dpi = 0;
+  pid_t xvfb_pid = 0;
+  std::int64_t ready_us = 0;  // create -> ready, microseconds
+  // The contract's shape: {"id","name","generation","width","height"}.
+  Json to_json() const;
+};
+
+// "gen-" followed by 32 lowercase hex.
+bool is_generation_token(const std::string& s);
+
+// One readiness layer of `display status`.
+struct StatusLayer {
+  std::string name;   // authority | x_connection | capture | input_backend | target_display
+  std::string state;  // ready | blocked | unknown
+  std::string detail;
+  std::string fix;
+  Json to_json() const;
+};
+
+struct DisplayStatus {
+  bool ready = false;  // all layers ready
+  std::vector<StatusLayer> layers;
+};
+
+// One Xvfb server evident started, its private auth file, and its ONE persistent Xlib
+// connection. Every user of dpy() (capture, input, settle) must hold x_mutex() while using it
+// and must check dpy() != nullptr under that lock: destroy closes the connection.
+class OwnedDisplay {
+ public:
+  ~OwnedDisplay();
+  OwnedDisplay(const OwnedDisplay&) = delete;
+  OwnedDisplay& operator=(const OwnedDisplay&) = delete;
+
+  const DisplayInfo& info() const { return info_; }
+  // Xvfb is running, the display was not destroyed, and its connection saw no I/O error.
+  // Lock-free: may be called with or without x_mutex() held.
+  bool alive();
+  // The persistent connection; nullptr after destroy. Hold x_mutex().
+  ::Display* dpy() { return dpy_.load(); }
+  std::mutex& x_mutex() { return x_mutex_; }
+  // Created once when the display became ready; nullptr after destroy. Hold x_mutex().
+  Capturer* capturer() { return capturer_.get(); }
+  ChangeWatcher* change_watcher() { return watcher_.get(); }
+  const std::string& auth_file() const { return auth_file_; }
+  const Cookie& cookie() const { return cookie_; }
+
+  // The exclusive session lock: sessions and `cu actions` use it so that only one driver
+  // touches the display at a time. try_acquire succeeds if free or already held by `owner`.
+  bool try_acquire_session(const std::string& owner);
+  // Releases if held by `owner`; returns whether it was.
+  bool release_session(const std::string& owner);
+  std::optional<std::string> session_holder();
+
+  // Opens a NEW connection with this display's cookie (caller closes it with
+  // close_x_connection). "x-connect-failed".
+  Result<::Display*> open_connection() const;
+
+ private:
+  friend class DisplayManager;
+  OwnedDisplay() = default;
+  // Closes the connection and stops Xvfb (TERM, bounded wait, KILL, reap); removes private files.
+  void teardown();
+
+  DisplayInfo info_;
+  std::string dir_;        // private 0700 dir: auth file, Xvfb log
+  std::string auth_file_;
+  Cookie cookie_{};
+  std::unique_ptr<Child> xvfb_;
+  std::mutex x_mutex_;
+  std::atomic<::Display*> dpy_{nullptr};
+  std::unique_ptr<Capturer> capturer_;
+  std::unique_ptr<ChangeWatcher> watcher_;
+  std::atomic<bool> destroyed_{false};
+  std::mutex session_mu_;
+  std::optional<std::string> session_holder_;
+};
+
+struct AppInfo {
+  std::string app_id;  // "app-<32 hex>"
+  int display_id = 0;
+  std::string generation;
+  pid_t pid = 0;
+  std::string argv_sha256;  // sha256_hex(JCS(argv as a JSON array of strings))
+  bool alive = false;
+  std::optional<int> exit_status;  // exit code, or 128+signal
+  std::string log_path;            // private 0600 file with the app's stdout+stderr
+  // Contract shape for launch: {"app_id","display_id","generation","pid","argv_sha256"}.
+  Json to_json() const;
+  // For `app list`: the launch shape plus "alive" and "exit_status" (int or null).
+  Json to_list_json() const;
+};
+
+// sha256_hex of the compact JSON array of argv strings (equal to RFC 8785 JCS for an array
+// of strings).
+std::string argv_sha256(const std::vector<std::string>& argv);
+
+struct DisplayManagerOptions {
+  std::string runtime_dir;          // private scratch (0700): auth cookies, logs
+  std::string xvfb_path = "Xvfb";   // resolved on PATH
+  int max_displays = 32;
+  int max_apps = 128;
+  std::int64_t start_timeout_ms = 15000;
+};
+
+class DisplayManager {
+ public:
+  explicit DisplayManager(DisplayManagerOptions options);
+  ~DisplayManager();  // destroy_all()
+  DisplayManager(const DisplayManager&) = delete;
+  DisplayManager& operator=(const DisplayManager&) = delete;
+
+  // Starts Xvfb with -displayfd and returns once ready (cookie client connected; XTEST,
+  // MIT-SHM, DAMAGE present; keymap loaded; first frame captured).
+  // Errors: display-args, display-limit, display-start-failed, display-not-ready,
+  // engine-shutting-down.
+  Result<std::shared_ptr<OwnedDisplay>> create(const DisplayOptions& options);
+  // Stops the display's apps, then the display. display-not-found,
+  // display-generation-mismatch (the display keeps running).
+  Status destroy(int id, const std::string& generation);
+  // The live owned displays (never foreign ones), sorted by id.
+  std::vector<DisplayInfo> list();
+  // Readiness layers, probed fresh. display-not-found, display-generation-mismatch.
+  Result<DisplayStatus> status(int id, const std::string& generation);
+  // The display with exactly that id and generation. display-not-found,
+  // display-generation-mismatch.
+  Result<std::shared_ptr<OwnedDisplay>> get(int id, const std::string& generation);
+
+  // Launches `argv` on the display (DISPLAY and XAUTHORITY of that display, own process group,
+  // stdin /dev/null, output to a private log). With wait_window_ms > 0, waits for a new mapped
+  // top-level window (matching _NET_WM_PID when set); on timeout the app is stopped.
+  // Errors: display-not-found, display-generation-mismatch, display-dead, app-args,
+  // app-limit, app-launch-failed, app-exited, app-window-timeout, engine-shutting-down.
+  Result<AppInfo> launch_app(int display_id, const std::string& generation,
+                             const std::vector<std::string>& argv, std::int64_t wait_window_ms);
+  // TERM the app's group, KILL after `kAppStopBoundMs`, reap; returns the exit status.
+  // The app is forgotten afterwards. app-not-found.
+  Result<int> stop_app(const std::string& app_id);
+  std::vector<AppInfo> list_apps();
+  // The app's current state. app-not-found.
+  Result<AppInfo> app(const std::string& app_id);
+  bool app_alive(const std::string& app_id);
+
+  // Refuses new work ("engine-shutting-down") and destroys every display and app. Idempotent.
+  void destroy_all();
+
+  static constexpr std::int64_t kAppStopBoundMs = 3000;
+  static constexpr std::int64_t kXvfbStopBoundMs = 3000;
+  // Without --wait-window-ms, a launch still waits this long for an immediate exit.
+  static constexpr std::int64_t kAppEarlyExitGraceMs = 100;
+  static constexpr std::int64_t kMaxWaitWindowMs = 120000;
+
+ private:
+  struct App {
+    AppInfo info;
+    std::unique_ptr<Child> child;
+  };
+  Result<std::shared_ptr<OwnedDisplay>> start_display(const DisplayOptions& options);
+  Status make_ready(OwnedDisplay& d);
+  void stop_apps_of(int display_id, const std::string& generation);
+  AppInfo snapshot(App& app);
+
+  DisplayManagerOptions options_;
+  Spawner spawner_;
+  std::mutex mu_;
+  bool shutting_down_ = false;
+  int pending_creates_ = 0;
+  std::condition_variable idle_cv_;
+  std::map<int, std::shared_ptr<OwnedDisplay>> displays_;
+  std::map<std::string, std::shared_ptr<App>> apps_;
+};
+
+}  // namespace evident

@@ -1,0 +1,108 @@
+#include "evident/display/x11.h"
+
+#include <X11/Xlib.h>
+
+#include <map>
+#include <mutex>
+
+namespace evident {
+namespace {
+
+struct ConnState {
+  bool dead = false;
+  XErrorRecord errors;
+};
+
+std::mutex& state_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<::Display*, ConnState>& states() {
+  static std::map<::Display*, ConnState> m;
+  return m;
+}
+
+int on_x_error(::Display* dpy, XErrorEvent* ev) {
+  std::lock_guard lock(state_mu());
+  auto& s = states()[dpy];
+  s.errors.count++;
+  s.errors.last_error_code = ev->error_code;
+  s.errors.last_request_code = ev->request_code;
+  return 0;
+}
+
+int on_io_error(::Display* dpy) {
+  std::lock_guard lock(state_mu());
+  states()[dpy].dead = true;
+  return 0;  // XSetIOErrorExitHandler below keeps Xlib from exiting
+}
+
+void on_io_error_exit(::Display* dpy, void*) {
+  std::lock_guard lock(state_mu());
+  states()[dpy].dead = true;
+  // Returning (instead of exiting) is allowed since libX11 1.7: the connection stays marked
+  // broken and later calls on it fail; the process lives on.
+}
+
+std::mutex& open_mu() {
+  static std::mutex mu;
+  return mu;
+}
+
+}  // namespace
+
+void ensure_xlib_initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    XInitThreads();
+    XSetErrorHandler(on_x_error);
+    XSetIOErrorHandler(on_io_error);
+  });
+}
+
+Result<::Display*> open_x_connection(const std::string& name, const Cookie& cookie) {
+  ensure_xlib_initialized();
+  ::Display* dpy = nullptr;
+  {
+    // XSetAuthorization is process-global: one open at a time, and reset afterwards so that
+    // nothing else in the process inherits this display's cookie.
+    std::lock_guard lock(open_mu());
+    static char kName[] = "MIT-MAGIC-COOKIE-1";
+    XSetAuthorization(kName, sizeof(kName) - 1,
+                      reinterpret_cast<char*>(const_cast<std::uint8_t*>(cookie.data())),
+                      static_cast<int>(cookie.size()));
+    dpy = XOpenDisplay(name.c_str());
+    XSetAuthorization(nullptr, 0, nullptr, 0);
+    if (!dpy) return make_error("x-connect-failed", "cannot open X display " + name, true);
+    XSetIOErrorExitHandler(dpy, on_io_error_exit, nullptr);
+    std::lock_guard slock(state_mu());
+    states()[dpy] = ConnState{};
+  }
+  return dpy;
+}
+
+void close_x_connection(::Display* dpy) {
+  if (!dpy) return;
+  // Under the open lock, so a new connection cannot reuse this address in between.
+  std::lock_guard lock(open_mu());
+  XCloseDisplay(dpy);
+  std::lock_guard slock(state_mu());
+  states().erase(dpy);
+}
+
+bool x_connection_dead(::Display* dpy) {
+  std::lock_guard lock(state_mu());
+  auto it = states().find(dpy);
+  return it != states().end() && it->second.dead;
+}
+
+XErrorRecord take_x_errors(::Display* dpy) {
+  std::lock_guard lock(state_mu());
+  auto it = states().find(dpy);
+  if (it == states().end()) return {};
+  XErrorRecord r = it->second.errors;
+  it->second.errors = {};
+  return r;
+}
+
+}  // namespace evident

@@ -1,0 +1,119 @@
+// Unit tests for the spawn seam: exec failure reporting, exit statuses, group stop, PATH lookup.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "evident/core/clock.h"
+#include "evident/display/process.h"
+
+namespace evident {
+namespace {
+
+// Live (non-zombie) members of process group `pgid`, from /proc.
+int live_members(pid_t pgid) {
+  int n = 0;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) continue;
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != 'Z' && state != 'X') ++n;
+  }
+  if (d) ::closedir(d);
+  return n;
+}
+
+SpawnSpec sh(const std::string& script) {
+  SpawnSpec s;
+  s.path = "/bin/sh";
+  s.argv = {"sh", "-c", script};
+  s.env = environment_with({});
+  return s;
+}
+
+TEST(ProcessTest, ReportsExitStatusWithoutSleeping) {
+  Spawner sp;
+  auto c = sp.spawn(sh("exit 7"));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE((*c)->wait_exit(10000));
+  EXPECT_EQ((*c)->exit_status(), 7);
+  EXPECT_EQ((*c)->reap(), 7);
+}
+
+TEST(ProcessTest, ExecFailureIsAnErrorNotAChild) {
+  Spawner sp;
+  SpawnSpec s;
+  s.path = "/nonexistent/evident-no-such-binary";
+  s.argv = {"x"};
+  auto c = sp.spawn(s);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, "exec-failed");
+}
+
+TEST(ProcessTest, StopTermsTheWholeGroupAndKillsAfterTheBound) {
+  Spawner sp;
+  // The shell ignores TERM and has a child that ignores it too: only KILL ends them.
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  SpawnSpec spec = sh("trap '' TERM; sleep 1000 & echo ready; wait");
+  spec.stdout_fd = p[1];
+  auto c = sp.spawn(spec);
+  ::close(p[1]);
+  ASSERT_TRUE(c.ok());
+  char buf[8] = {};
+  ASSERT_GT(::read(p[0], buf, sizeof buf), 0);  // the traps are set from here on
+  ::close(p[0]);
+  pid_t pid = (*c)->pid();
+  EXPECT_FALSE((*c)->exited());
+  int status = (*c)->stop(200);
+  EXPECT_EQ(status, 128 + SIGKILL);
+  // No live member is left in the group (orphaned members may linger as zombies until init
+  // reaps them, so wait with a deadline).
+  std::int64_t deadline = steady_us() + 5000000;
+  while (live_members(pid) > 0 && steady_us() < deadline) {
+  }
+  EXPECT_EQ(live_members(pid), 0);
+}
+
+TEST(ProcessTest, TermIsEnoughForWellBehavedChildren) {
+  Spawner sp;
+  auto c = sp.spawn(sh("exec sleep 1000"));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->stop(10000), 128 + SIGTERM);
+}
+
+TEST(ProcessTest, ResolvesOnPath) {
+  auto r = resolve_executable("sh", "/nonexistent:/bin");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "/bin/sh");
+  EXPECT_EQ(resolve_executable("evident-no-such-binary", "/bin:/usr/bin").error().code,
+            "exec-not-found");
+  EXPECT_FALSE(resolve_executable("/etc/passwd", "").ok());
+}
+
+TEST(ProcessTest, EnvironmentOverridesReplace) {
+  ::setenv("EVIDENT_TEST_VAR", "old", 1);
+  auto env = environment_with({"EVIDENT_TEST_VAR=new"});
+  int seen = 0;
+  for (const auto& e : env) {
+    if (e.rfind("EVIDENT_TEST_VAR=", 0) == 0) {
+      ++seen;
+      EXPECT_EQ(e, "EVIDENT_TEST_VAR=new");
+    }
+  }
+  EXPECT_EQ(seen, 1);
+}
+
+}  // namespace
+}  // namespace evident

@@ -1,0 +1,303 @@
+#include "evident/service/engine.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <functional>
+#include <map>
+#include <mutex>
+
+#include "evident/core/fs.h"
+#include "evident/core/random.h"
+#include "evident/display/display.h"
+#include "evident/session/manager.h"
+#include "session_backend.h"
+
+namespace evident {
+
+Json Actor::to_json() const {
+  if (kind == Kind::kInProcess) return Json{{"kind", "in_process"}, {"uid", uid}, {"pid", pid}};
+  return Json{{"kind", "local_user"}, {"uid", uid}};
+}
+
+Json error_response(const Error& error) {
+  return Json{{"ok", false},
+              {"error", {{"code", error.code}, {"message", error.message},
+                         {"retryable", error.retryable}}}};
+}
+
+namespace {
+
+// Handler: validated-args in, result body out (call() adds "ok":true).
+using OpHandler = std::function<Result<Json>(const Actor&, const Json& args)>;
+
+constexpr const char* kArgs = "request-args";
+
+Result<int> display_id_arg(const JsonFields& f) {
+  auto id = f.integer("display_id", 0, 65535);
+  if (!id.ok()) return id.error();
+  return static_cast<int>(*id);
+}
+
+// Generations are checked by the manager (malformed → display-generation-mismatch); here only
+// the JSON type and a size bound.
+Result<std::string> generation_arg(const JsonFields& f) { return f.string("generation", 0, 256); }
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions options;
+  std::unique_ptr<DisplayManager> displays;
+  std::map<std::string, OpHandler, std::less<>> ops;
+  std::atomic<bool> shut{false};
+  std::mutex shutdown_mu;
+  bool runtime_dir_owned = false;
+  std::unique_ptr<DisplaySessionBackend> session_backend;  // session op (docs/sessions.md)
+  std::unique_ptr<SessionManager> sessions;
+
+  void register_ops();
+  Json dispatch(const Actor& actor, const Json& request);
+};
+
+// The op table: adding an op is one entry here (docs/cli.md lists them).
+void Engine::Impl::register_ops() {
+  ops["ping"] = [](const Actor&, const Json& args) -> Result<Json> {
+    EVIDENT_TRY(JsonFields(args, kArgs, "args").only({}));
+    return Json{{"version", EVIDENT_VERSION}, {"pid", static_cast<int>(::getpid())}};
+  };
+
+  ops["display.create"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi"}));
+    DisplayOptions o;
+    if (f.has("width")) {
+      auto v = f.integer("width", 64, 8192);
+      if (!v.ok()) return v.error();
+      o.width = static_cast<int>(*v);
+    }
+    if (f.has("height")) {
+      auto v = f.integer("height", 64, 8192);
+      if (!v.ok()) return v.error();
+      o.height = static_cast<int>(*v);
+    }
+    if (f.has("depth")) {
+      auto v = f.integer("depth", 16, 24);
+      if (!v.ok()) return v.error();
+      if (*v != 16 && *v != 24) return make_error(kArgs, "field \"depth\" must be 16 or 24");
+      o.depth = static_cast<int>(*v);
+    }
+    if (f.has("dpi")) {
+      auto v = f.integer("dpi", 24, 960);
+      if (!v.ok()) return v.error();
+      o.dpi = static_cast<int>(*v);
+    }
+    auto d = displays->create(o);
+    if (!d.ok()) return d.error();
+    return Json{{"display", (*d)->info().to_json()}};
+  };
+
+  ops["display.destroy"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation"}));
+    auto id = display_id_arg(f);
+    if (!id.ok()) return id.error();
+    auto gen = generation_arg(f);
+    if (!gen.ok()) return gen.error();
+    EVIDENT_TRY(displays->destroy(*id, *gen));
+    return Json{{"display_id", *id}, {"generation", *gen}};
+  };
+
+  ops["display.list"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    EVIDENT_TRY(JsonFields(args, kArgs, "args").only({}));
+    Json list = Json::array();
+    for (const auto& d : displays->list()) list.push_back(d.to_json());
+    return Json{{"displays", list}};
+  };
+
+  ops["display.status"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation"}));
+    auto id = display_id_arg(f);
+    if (!id.ok()) return id.error();
+    auto gen = generation_arg(f);
+    if (!gen.ok()) return gen.error();
+    auto st = displays->status(*id, *gen);
+    if (!st.ok()) return st.error();
+    Json layers = Json::array();
+    for (const auto& l : st->layers) layers.push_back(l.to_json());
+    return Json{{"ready", st->ready}, {"layers", layers}};
+  };
+
+  ops["display.screenshot"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation", "out"}));
+    auto id = display_id_arg(f);
+    if (!id.ok()) return id.error();
+    auto gen = generation_arg(f);
+    if (!gen.ok()) return gen.error();
+    auto out = f.string("out", 1, 4096);
+    if (!out.ok()) return out.error();
+    if ((*out)[0] != '/' || out->find('\0') != std::string::npos) {
+      return make_error(kArgs, "field \"out\" must be an absolute path");
+    }
+    auto d = displays->get(*id, *gen);
+    if (!d.ok()) return d.error();
+    Result<PngFrame> frame = make_error("display-dead", "the display is no longer running");
+    // alive() takes x_mutex itself: probe it before locking (it is not recursive).
+    if ((*d)->alive()) {
+      std::lock_guard lock((*d)->x_mutex());
+      if ((*d)->capturer()) frame = (*d)->capturer()->capture_png();
+    }
+    if (!frame.ok()) return frame.error();
+    if (auto st = write_file_atomic(*out, frame->bytes, 0600); !st.ok()) {
+      return make_error("screenshot-write-failed", st.error().message);
+    }
+    return Json{{"png", {{"path", *out}, {"sha256", frame->sha256},
+                         {"byte_length", frame->bytes.size()}, {"width", frame->width},
+                         {"height", frame->height}}}};
+  };
+
+  ops["app.launch"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation", "argv", "wait_window_ms"}));
+    auto id = display_id_arg(f);
+    if (!id.ok()) return id.error();
+    auto gen = generation_arg(f);
+    if (!gen.ok()) return gen.error();
+    auto argv_json = f.array("argv", 1, 256);
+    if (!argv_json.ok()) return argv_json.error();
+    std::vector<std::string> argv;
+    for (const auto& a : **argv_json) {
+      if (!a.is_string()) return make_error(kArgs, "field \"argv\" must hold only strings");
+      argv.push_back(a.get<std::string>());
+    }
+    std::int64_t wait_ms = 0;
+    if (f.has("wait_window_ms")) {
+      auto w = f.integer("wait_window_ms", 0, DisplayManager::kMaxWaitWindowMs);
+      if (!w.ok()) return w.error();
+      wait_ms = *w;
+    }
+    auto app = displays->launch_app(*id, *gen, argv, wait_ms);
+    if (!app.ok()) return app.error();
+    return Json{{"app", app->to_json()}};
+  };
+
+  ops["app.stop"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"app_id"}));
+    auto id = f.string("app_id", 1, 256);
+    if (!id.ok()) return id.error();
+    auto status = displays->stop_app(*id);
+    if (!status.ok()) return status.error();
+    return Json{{"app_id", *id}, {"exit_status", *status}};
+  };
+
+  ops["app.list"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    EVIDENT_TRY(JsonFields(args, kArgs, "args").only({}));
+    Json list = Json::array();
+    for (const auto& a : displays->list_apps()) list.push_back(a.to_list_json());
+    return Json{{"apps", list}};
+  };
+
+  // "cu.actions" (actions module) is added here when its module lands.
+
+  // One raw §5 request; the session layer parses it strictly (size first, duplicate keys at
+  // any depth). docs/sessions.md.
+  ops["session"] = [this](const Actor& actor, const Json& args) -> Result<Json> {
+    JsonFields f(args, "session-command", "args");
+    EVIDENT_TRY(f.only({"request"}));
+    auto text = f.string("request");
+    if (!text.ok()) return text.error();
+    Json r = sessions->handle(actor.to_json(), *text);
+    if (!r.value("ok", false)) {
+      const Json& e = r["error"];
+      return make_error(e["code"].get<std::string>(), e["message"].get<std::string>(),
+                        e["retryable"].get<bool>());
+    }
+    r.erase("ok");
+    return r;
+  };
+}
+
+Json Engine::Impl::dispatch(const Actor& actor, const Json& request) {
+  if (!request.is_object()) return error_response(make_error(kArgs, "the request must be a JSON object"));
+  JsonFields env(request, kArgs, "request");
+  if (auto st = env.only({"op", "args"}); !st.ok()) return error_response(st.error());
+  auto op = env.string("op", 1, 64);
+  if (!op.ok()) return error_response(op.error());
+  static const Json kEmpty = Json::object();
+  const Json* args = &kEmpty;
+  if (env.has("args")) {
+    auto a = env.object("args");
+    if (!a.ok()) return error_response(a.error());
+    args = *a;
+  }
+  auto it = ops.find(*op);
+  if (it == ops.end()) {
+    return error_response(make_error("request-unknown-op", "unknown op (see docs/cli.md for the list)"));
+  }
+  if (shut.load()) return error_response(make_error("engine-shutting-down", "the engine is shutting down"));
+  Result<Json> r = make_error("internal", "no result");
+  try {
+    r = it->second(actor, *args);
+  } catch (const std::exception& e) {
+    // A broken invariant: report it rather than kill the daemon.
+    r = make_error("internal", std::string("internal error: ") + e.what());
+  }
+  if (!r.ok()) return error_response(r.error());
+  Json out = std::move(*r);
+  out["ok"] = true;
+  return out;
+}
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  if (impl_->options.state_dir.empty()) impl_->options.state_dir = default_state_dir();
+  if (impl_->options.runtime_dir.empty()) {
+    impl_->options.runtime_dir = default_runtime_dir() + "/engine-" +
+                                 std::to_string(::getpid()) + "-" + random_hex(4);
+    impl_->runtime_dir_owned = true;
+  }
+  if (!impl_->options.clock) impl_->options.clock = &SystemClock::instance();
+  DisplayManagerOptions dm;
+  dm.runtime_dir = impl_->options.runtime_dir;
+  impl_->displays = std::make_unique<DisplayManager>(dm);
+  impl_->session_backend = std::make_unique<DisplaySessionBackend>(*impl_->displays);
+  SessionOptions so;
+  so.evidence_root = impl_->options.state_dir + "/evidence";
+  so.scratch_root = impl_->options.runtime_dir + "/sessions";
+  so.clock = impl_->options.clock;
+  apply_session_timeout_env(&so);
+  impl_->sessions = std::make_unique<SessionManager>(*impl_->session_backend, so);
+  impl_->sessions->start_reaper();
+  impl_->register_ops();
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  std::lock_guard lock(impl_->shutdown_mu);
+  if (impl_->shut.exchange(true)) return;
+  impl_->sessions->abort_all();  // releases held input and display locks before displays go
+  impl_->displays->destroy_all();
+  if (impl_->runtime_dir_owned) (void)remove_tree(impl_->options.runtime_dir);
+}
+
+Json Engine::call(const Actor& actor, std::string_view request_json) {
+  if (request_json.size() > kMaxRequestBytes) {
+    return error_response(make_error("request-too-large", "the request is larger than " +
+                                                              std::to_string(kMaxRequestBytes) +
+                                                              " bytes"));
+  }
+  auto parsed = parse_json_strict(request_json, kMaxRequestBytes, "request-json");
+  if (!parsed.ok()) return error_response(parsed.error());
+  return impl_->dispatch(actor, *parsed);
+}
+
+Json Engine::call(const Actor& actor, const Json& request) { return impl_->dispatch(actor, request); }
+
+DisplayManager& Engine::displays() { return *impl_->displays; }
+const EngineOptions& Engine::options() const { return impl_->options; }
+
+}  // namespace evident
