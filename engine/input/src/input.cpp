@@ -329,8 +329,6 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
   TypeReport report;
   EVIDENT_TRY(refresh_keymap());
   Keymap& km = *keymap_;
-  // Start the RECORD watch before the first remap, so this epoch's evidence is captured.
-  start_watch();
   XkbStateRec state{};
   XkbGetState(dpy_, XkbUseCoreKbd, &state);
   const bool caps = (state.locked_mods & LockMask) && km.caps_keycode;
@@ -360,6 +358,7 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
       strokes.push_back(*st);
     }
     if (!chunk_new.empty() || !km.dirty.empty()) {
+      start_watch();  // before the first remap, so this epoch's evidence is recorded
       if (!km.epoch_open && watch_) watch_->begin_epoch();
       km.epoch_open = true;
     }
@@ -409,6 +408,7 @@ Status InputDevice::press_chord(const KeyChord& chord) {
     strokes.push_back(*st);
   }
   if (!chunk_new.empty()) {
+    start_watch();
     if (!km.epoch_open && watch_) watch_->begin_epoch();
     km.epoch_open = true;
   }
