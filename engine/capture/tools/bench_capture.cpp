@@ -1,12 +1,14 @@
 // evident-bench-capture: medians of capture, PNG encode and SHA-256 for a 1920x1080 frame, and
 // the PNG size against libpng level 6 (default filters). Prints one JSON object (integers only).
 //
-//   evident-bench-capture [--runs N] [--xvfb | --display [--paint]] [--matrix]
+//   evident-bench-capture [--runs N] [--xvfb | --display [--paint]] [--matrix] [--out PATH]
 //
 // Without --display/--xvfb the frame is a deterministic synthetic screenshot-like image. --xvfb
 // starts a private 1920x1080x24 Xvfb, paints that image as its root background and captures it.
 // --display captures $DISPLAY (--paint paints it first; only on a display you own). --matrix adds
-// encoder variants. Every time is reported as a wall-clock median and a process-CPU median.
+// encoder variants. --out writes the last full-path frame (capture_png with no band reuse, or
+// the synthetic encode) to PATH and reports its path and SHA-256. Every time is reported as a
+// wall-clock median and a process-CPU median.
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
 #include <png.h>
@@ -140,12 +142,12 @@ int main(int argc, char** argv) {
       own_xvfb = use_display = paint = true;
     } else if (a == "--paint") {
       paint = true;
-    } else if (a == "--matrix") {
-      matrix = true;
     } else if (a == "--out" && i + 1 < argc) {
       out_path = argv[++i];
+    } else if (a == "--matrix") {
+      matrix = true;
     } else {
-      std::fprintf(stderr, "usage: evident-bench-capture [--runs N] [--display [--paint]] [--matrix] [--out PNG]\n");
+      std::fprintf(stderr, "usage: evident-bench-capture [--runs N] [--xvfb | --display [--paint]] [--matrix] [--out PNG]\n");
       return 2;
     }
   }
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
   RawImage image = evident::synthetic::screenshot_like();
   Display* dpy = nullptr;
   std::unique_ptr<evident::testing::XvfbServer> server;
+  evident::PngFrame last_frame;
   if (use_display) {
     if (own_xvfb) {
       server = std::make_unique<evident::testing::XvfbServer>("1920x1080x24");
@@ -187,11 +190,13 @@ int main(int argc, char** argv) {
     out["grab_rgb_us_median"] = median_us(runs, [&] { (void)c->grab(); });
     out["grab_rgb_cpu_us_median"] = g_last_cpu_median;
     // Full path: capture + PNG + SHA-256, every band deflated (a frame that changed everywhere).
-    std::size_t png_bytes = 0;
     out["capture_png_cold_us_median"] =
-        median_us(runs, [&] { png_bytes = (*cold)->capture_png()->bytes.size(); });
+        median_us(runs, [&] { last_frame = *(*cold)->capture_png(); });
     out["capture_png_cold_cpu_us_median"] = g_last_cpu_median;
-    out["capture_png_bytes"] = png_bytes;
+    out["capture_png_bytes"] = last_frame.bytes.size();
+    out["capture_png_sha256"] = last_frame.sha256;
+    // Older name of the same measurement, kept for callers that read it.
+    out["capture_png_sha256_us_median"] = out["capture_png_cold_us_median"];
     // Same screen again: every band reused.
     (void)c->capture_png();
     out["capture_png_unchanged_us_median"] = median_us(runs, [&] { (void)c->capture_png(); });
@@ -219,6 +224,18 @@ int main(int argc, char** argv) {
   out["sha256_us_median"] =
       median_us(runs, [&] { (void)evident::sha256_hex(frame.bytes.data(), frame.bytes.size()); });
   out["png_bytes"] = frame.bytes.size();
+  if (last_frame.bytes.empty()) last_frame = frame;
+  if (!out_path.empty()) {
+    std::FILE* f = std::fopen(out_path.c_str(), "wb");
+    if (f == nullptr || std::fwrite(last_frame.bytes.data(), 1, last_frame.bytes.size(), f) !=
+                            last_frame.bytes.size()) {
+      std::fprintf(stderr, "cannot write %s\n", out_path.c_str());
+      return 1;
+    }
+    std::fclose(f);
+    out["capture_png_path"] = out_path;
+    out["capture_png_sha256"] = last_frame.sha256;
+  }
   std::string ref;
   int ref_runs = std::max(1, runs / 4);
   out["libpng6_encode_us_median"] = median_us(ref_runs, [&] { ref = libpng_encode(image, 6); });
