@@ -84,23 +84,15 @@ def _checks_from(obj: Any, verifier: str) -> List[VerifyCheck]:
     return out
 
 
-def _run_python(module, path: str, receipt: Mapping[str, Any], frames_dir, png,
-                expect_job, expect_uid) -> List[VerifyCheck]:
-    kwargs = {"frames_dir": frames_dir, "png_path": png, "expect_job_sha256": expect_job,
-              "expect_uid": expect_uid}
-    fn = getattr(module, "verify_receipt", None) or getattr(module, "verify", None)
-    if fn is None:
-        return []
+def _run_python(module, path: str, frames_dir, png, expect_job, expect_uid
+                ) -> List[VerifyCheck]:
+    # The independent verifier parses the file itself (strictly), like `evident verify`.
     try:
-        result = fn(receipt, **kwargs)
-    except TypeError:
-        # Positional/keyword shape differs between versions: retry with the file path and the
-        # subset of options that were given.
-        given = {k: v for k, v in kwargs.items() if v is not None}
-        try:
-            result = fn(path, **given)
-        except TypeError:
-            result = fn(path)
+        receipt = module.load_receipt_file(path)
+    except module.ReceiptFormatError as e:
+        return [VerifyCheck("load", False, f"{e.code}: {e.message}", "python")]
+    result = module.verify_receipt(receipt, frames_dir=frames_dir, png_path=png,
+                                   expect_job_sha256=expect_job, expect_uid=expect_uid)
     return _checks_from(result, "python")
 
 
@@ -147,7 +139,7 @@ def verify_receipt(receipt: Union[str, os.PathLike, Mapping[str, Any]], *,
         if use in ("both", "python"):
             module = python_verifier()
             if module is not None:
-                checks += _run_python(module, path, obj, frames_dir, png_path, expect_job_sha256,
+                checks += _run_python(module, path, frames_dir, png_path, expect_job_sha256,
                                       expect_uid)
                 verifiers.append("python")
             elif use == "python":

@@ -96,7 +96,8 @@ def test_session_to_verified_receipt(engine):
         with display.session(app, attempt_id="py-api-1", job_sha256=job) as s:
             assert s.session_id.startswith("ses-") and s.sequence == 0
             results = s.actions([a.move_mouse(5, 5), a.click(50, 50)])
-            assert [r.status for r in results] == ["injected", "injected"]
+            assert [r.type for r in results] == ["move_mouse", "click"]
+            assert all(r.status in ("ok", "injected") for r in results), results
             assert s.sequence == 1
             with pytest.raises(evident.SessionError) as info:
                 s.actions([a.paste("x")])
