@@ -47,7 +47,7 @@ def test_fill_and_submit_tk_form(evident_app, evident_evidence, tmp_path):
             a.click(*centre(tk_form.CITY_ENTRY)), a.type(CITY),
             a.click(*centre(tk_form.SUBMIT_BUTTON)),
         ])
-        assert [r.status for r in results] == ["injected"] * 5, results
+        assert all(r.ok for r in results), results
 
         # The app's own output: the exact Unicode text arrived.
         submitted = wait_for(lambda: read_json_file(out), timeout=10, what="the form's output")

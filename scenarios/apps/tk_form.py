@@ -29,6 +29,11 @@ def main() -> int:
     args = parser.parse_args()
 
     root = tk.Tk(className="EvidentTkForm")
+    # Input methods make Tk decode keys with Xutf8LookupString, i.e. text beyond Latin-1.
+    try:
+        root.tk.call("tk", "useinputmethods", "1")
+    except tk.TclError:
+        pass
     root.title("Evident Tk form")
     root.geometry(f"{WIDTH}x{HEIGHT}+0+0")
     root.resizable(False, False)
