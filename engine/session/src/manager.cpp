@@ -55,6 +55,7 @@ struct SessionManager::Record {
   bool busy = true;  // a request (or cleanup) is running on it
   std::string end_reason;
   Json end_error = nullptr;
+  Json end_cleanup_error = nullptr;
   std::int64_t ended_mono = 0;
 
   bool live() const {
@@ -224,7 +225,7 @@ Json snapshot(const SessionManager::Record& r, std::int64_t now_mono) {
     s["ended"] = nullptr;
   } else {
     s["expires_in_ms"] = nullptr;
-    s["ended"] = Json{{"reason", r.end_reason}, {"error", r.end_error}};
+    s["ended"] = Json{{"reason", r.end_reason}, {"error", r.end_error}, {"cleanup_error", r.end_cleanup_error}};
   }
   return s;
 }
@@ -332,19 +333,15 @@ Status SessionManager::cleanup(Record& r) {
 // Called without mu_, with r->busy set.
 void SessionManager::end_record(const std::shared_ptr<Record>& r, const std::string& phase,
                                 const std::string& reason, const Error* error) {
+  // The first reason stays the reason; a cleanup failure on top (e.g. the release check on a
+  // display that is gone) is reported beside it.
   Status st = cleanup(*r);
-  std::string final_phase = phase;
-  std::string final_reason = reason;
   Json err = error ? Json{{"code", error->code}, {"message", error->message}} : Json(nullptr);
-  if (!st) {
-    final_phase = "failed";
-    final_reason = "cleanup-failed";
-    err = Json{{"code", st.error().code}, {"message", st.error().message}};
-  }
   std::lock_guard<std::mutex> lock(mu_);
-  r->phase = final_phase;
-  r->end_reason = final_reason;
+  r->phase = phase;
+  r->end_reason = reason;
   r->end_error = err;
+  if (!st) r->end_cleanup_error = Json{{"code", st.error().code}, {"message", st.error().message}};
   r->ended_mono = now_ms();
   r->busy = false;
   cv_.notify_all();
@@ -666,8 +663,8 @@ std::size_t SessionManager::expire_due_locked(std::unique_lock<std::mutex>& lock
     std::lock_guard<std::mutex> g(mu_);
     r->receipt = nullptr;
     r->phase = "expired";
-    r->end_reason = st ? "expired" : "expired; cleanup-failed";
-    r->end_error = st ? Json(nullptr) : Json{{"code", st.error().code}, {"message", st.error().message}};
+    r->end_reason = "expired";
+    if (!st) r->end_cleanup_error = Json{{"code", st.error().code}, {"message", st.error().message}};
     r->ended_mono = now_ms();
     r->busy = false;
   }
@@ -743,7 +740,8 @@ void SessionManager::abort_all() {
     std::lock_guard<std::mutex> g(mu_);
     r->receipt = nullptr;
     r->phase = "aborted";
-    r->end_reason = st ? "engine-shutdown" : "engine-shutdown; cleanup-failed";
+    r->end_reason = "engine-shutdown";
+    if (!st) r->end_cleanup_error = Json{{"code", st.error().code}, {"message", st.error().message}};
     r->ended_mono = now_ms();
     r->busy = false;
   }

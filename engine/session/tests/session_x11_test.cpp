@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <chrono>
+#include <filesystem>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -201,6 +204,86 @@ TEST(SessionX11, RefusalsInjectNothingAndDoNotAdvance) {
   // Freezing works and the log (in order, up to the freeze's release) gained no press.
   ASSERT_EQ(code_of(h.session(op_req("freeze", sid, seq))), "ok");
   EXPECT_EQ(presses(h.log().events()), before);
+}
+
+
+// Killing the real app mid-session ends the session at the next action, without receipt and
+// without injecting that action; status reports the reason and the display is free again.
+TEST(SessionX11, KilledAppEndsTheSessionWithoutReceipt) {
+  EngineHarness h;
+  ASSERT_FALSE(h.launch_app().empty());
+  Json b = h.begin();
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  ASSERT_EQ(::kill(h.app_pid(), SIGKILL), 0);
+  ASSERT_TRUE(testing::wait_pid_gone(h.app_pid()));
+  Json r = h.session(actions_req(sid, 0, Json::array({click(245, 105)})));
+  EXPECT_EQ(code_of(r), "app-not-live") << r.dump();
+  Json s = h.session(Json{{"op", "status"}, {"session_id", sid}});
+  ASSERT_EQ(code_of(s), "ok") << s.dump();
+  EXPECT_EQ(s["phase"], "failed");
+  EXPECT_EQ(s["ended"]["reason"], "app-not-live");
+  EXPECT_TRUE(s["receipt"].is_null());
+  EXPECT_EQ(s["action_count"], 0);
+  EXPECT_FALSE(std::filesystem::exists(b["evidence_dir"].get<std::string>() + "/receipt.json"));
+  EXPECT_EQ(presses(h.log().events()), 0u);
+  EXPECT_EQ(code_of(h.session(op_req("freeze", sid, 0))), "session-phase");
+  // The display lock was released: a new session with a new app can begin.
+  ASSERT_FALSE(h.launch_app("app2").empty());
+  EXPECT_EQ(code_of(h.begin()), "ok");
+}
+
+// Killing the real Xvfb mid-session ends the session at the next action without receipt.
+TEST(SessionX11, KilledDisplayEndsTheSessionWithoutReceipt) {
+  EngineHarness h;
+  ASSERT_FALSE(h.launch_app().empty());
+  Json b = h.begin();
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  ASSERT_EQ(code_of(h.session(actions_req(sid, 0, Json::array({click(245, 105)})))), "ok");
+  int xvfb = 0;
+  for (const auto& d : h.engine().displays().list()) {
+    if (d.id == h.display_id()) xvfb = d.xvfb_pid;
+  }
+  ASSERT_GT(xvfb, 0);
+  ASSERT_EQ(::kill(xvfb, SIGKILL), 0);
+  ASSERT_TRUE(testing::wait_pid_gone(xvfb));
+  Json r = h.session(actions_req(sid, 1, Json::array({click(245, 105)})));
+  EXPECT_EQ(code_of(r), "session-display-lost") << r.dump();
+  Json s = h.session(Json{{"op", "status"}, {"session_id", sid}});
+  ASSERT_EQ(code_of(s), "ok") << s.dump();
+  EXPECT_EQ(s["phase"], "failed");
+  EXPECT_EQ(s["ended"]["reason"], "display-lost");
+  EXPECT_TRUE(s["receipt"].is_null());
+  EXPECT_EQ(s["action_count"], 1);
+  EXPECT_FALSE(std::filesystem::exists(b["evidence_dir"].get<std::string>() + "/receipt.json"));
+}
+
+// With the test-only stage deadline shortened, the reaper expires a session on its own (no
+// call arrives): the display lock is released, later calls get session-expired, and a new
+// session can begin on the display.
+TEST(SessionX11, RealExpiryReleasesTheDisplayWithoutAnyCall) {
+  ::setenv("EVIDENT_SESSION_STAGE_TIMEOUT_MS", "800", 1);
+  EngineHarness h;
+  ::unsetenv("EVIDENT_SESSION_STAGE_TIMEOUT_MS");
+  ASSERT_FALSE(h.launch_app().empty());
+  Json b = h.begin();
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  EXPECT_LE(b["expires_in_ms"].get<int>(), 800);
+  auto d = h.engine().displays().get(h.display_id(), h.generation());
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE((*d)->session_holder().has_value());
+  // Wait (bounded) for the reaper to give the display lock back; no session call is made.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*d)->session_holder().has_value() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE((*d)->session_holder().has_value());
+  EXPECT_EQ(code_of(h.session(actions_req(sid, 0, Json::array({click(245, 105)})))), "session-expired");
+  EXPECT_EQ(code_of(h.session(Json{{"op", "status"}, {"session_id", sid}})), "session-expired");
+  EXPECT_EQ(presses(h.log().events()), 0u);
+  EXPECT_EQ(code_of(h.begin()), "ok");
 }
 
 }  // namespace
