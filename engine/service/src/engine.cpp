@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "evident/actions/batch.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
 #include "evident/display/display.h"
@@ -200,7 +201,54 @@ void Engine::Impl::register_ops() {
     return Json{{"apps", list}};
   };
 
-  // "cu.actions" (actions module) is added here when its module lands.
+  // One §4 action batch outside a session (actions module, docs/actions.md). Refused with
+  // display-busy while a session (or another batch) holds the display.
+  ops["cu.actions"] = [this](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation", "request"}));
+    auto id = display_id_arg(f);
+    if (!id.ok()) return id.error();
+    auto gen = generation_arg(f);
+    if (!gen.ok()) return gen.error();
+    auto req = f.object("request");
+    if (!req.ok()) return req.error();
+    auto d = displays->get(*id, *gen);
+    if (!d.ok()) return d.error();
+    std::shared_ptr<OwnedDisplay> disp = *d;
+    const std::string owner = random_id("cu-actions");
+    if (!disp->try_acquire_session(owner)) {
+      return make_error("display-busy", "a session or another action batch holds this display", true);
+    }
+    struct Release {
+      std::shared_ptr<OwnedDisplay> d;
+      std::string owner;
+      ~Release() { d->release_session(owner); }
+    } release{disp, owner};
+    const std::string frames = options.runtime_dir + "/cu-frames";
+    (void)make_private_dir(frames);
+    ExecutorContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(disp->x_mutex());
+      if (!disp->dpy() || !disp->alive()) return make_error("display-generation-mismatch", "the display is no longer running");
+      ctx.dpy = disp->dpy();
+      ctx.capturer = disp->capturer();
+      ctx.watcher = disp->change_watcher();
+    }
+    ctx.dpy_mutex = &disp->x_mutex();
+    ctx.width = disp->info().width;
+    ctx.height = disp->info().height;
+    ctx.observation_dir = frames;
+    std::weak_ptr<OwnedDisplay> weak = disp;
+    ctx.open_aux = [weak]() -> ::Display* {
+      auto dd = weak.lock();
+      if (!dd) return nullptr;
+      auto c = dd->open_connection();
+      return c.ok() ? *c : nullptr;
+    };
+    auto ex = ActionExecutor::create(std::move(ctx));
+    if (!ex.ok()) return ex.error();
+    return run_action_batch(**ex, **req);  // the executor releases and restores before `release`
+  };
 
   // One raw §5 request; the session layer parses it strictly (size first, duplicate keys at
   // any depth). docs/sessions.md.
