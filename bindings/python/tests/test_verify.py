@@ -23,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 VERIFY_PY = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
 GOLDEN = os.path.join(ROOT, "receipts", "golden")
 GOLDEN_NAMES = ["zero-actions", "three-actions", "sixty-four-actions"]
+# A real receipt from a live session (no builder inputs), verified like the goldens.
+ALL_NAMES = GOLDEN_NAMES + ["real-tk-form"]
 
 
 def _load_verify():
@@ -121,7 +123,7 @@ def test_jcs_agrees_with_npm_canonicalize():
     values = []
     with open(os.path.join(ROOT, "receipts", "vectors", "jcs.json"), encoding="utf-8") as f:
         values += [json.loads(v["input"]) for v in json.load(f)["vectors"]]
-    values += [golden(n)[2] for n in GOLDEN_NAMES]
+    values += [golden(n)[2] for n in ALL_NAMES]
     lines = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in values).encode("utf-8")
     out = subprocess.run(["node", os.path.join(ROOT, "receipts", "tools", "jcs.mjs"), "--lines"],
                          input=lines, capture_output=True, check=True).stdout.split(b"\n")
@@ -150,7 +152,7 @@ def test_strict_parse_accepts():
 
 # ------------------------------------------------------------------------------ goldens
 
-@pytest.mark.parametrize("name", GOLDEN_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_goldens_verify(name):
     _, data, receipt = golden(name)
     assert data == V.jcs(receipt) + b"\n"  # the documented file form
@@ -215,7 +217,7 @@ def tampered(receipt, path):
     return t
 
 
-@pytest.mark.parametrize("name", GOLDEN_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_every_leaf_tamper_fails(name):
     _, _, receipt = golden(name)
     options = full_options(name, receipt)
@@ -306,11 +308,11 @@ def run_both(path, options):
 @needs_evident
 def test_agreement_on_goldens_and_tampers(tmp_path):
     jobs = []
-    for name in GOLDEN_NAMES:
+    for name in ALL_NAMES:
         d, _, receipt = golden(name)
         opts = full_options(name, receipt)
         jobs.append((os.path.join(d, "receipt.json"), opts))
-        if name == "three-actions":  # every leaf, through both command lines
+        if name in ("three-actions", "real-tk-form"):  # every leaf, through both command lines
             for i, path in enumerate(leaves(receipt)):
                 p = tmp_path / ("t%d.json" % i)
                 p.write_bytes(V.jcs(tampered(receipt, path)))
@@ -331,7 +333,7 @@ def test_json_schema_matches_the_schema_check():
     with open(os.path.join(ROOT, "receipts", "schema", "session-receipt-v2.schema.json")) as f:
         schema = json.load(f)
     validator = jsonschema.Draft202012Validator(schema)
-    for name in GOLDEN_NAMES:
+    for name in ALL_NAMES:
         _, _, receipt = golden(name)
         validator.validate(receipt)
     # For every single-leaf tamper, the JSON Schema and the verifier's "schema" check agree.

@@ -45,6 +45,14 @@ inline const std::vector<std::string>& golden_names() {
   return kNames;
 }
 
+// Builder goldens plus a real receipt produced by a live session (receipts/golden/real-tk-form,
+// no input.json): everything the verifiers must accept.
+inline const std::vector<std::string>& verified_names() {
+  static const std::vector<std::string> kNames = {"zero-actions", "three-actions",
+                                                  "sixty-four-actions", "real-tk-form"};
+  return kNames;
+}
+
 inline std::string golden_dir(const std::string& name) {
   return source_path("receipts/golden/" + name);
 }

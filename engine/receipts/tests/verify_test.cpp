@@ -114,7 +114,7 @@ VerifyOptions full_options(const std::string& name, const Json& receipt) {
 
 TEST(Verify, GoldensPassBothVerifiers) {
   std::vector<Job> jobs;
-  for (const auto& name : test::golden_names()) {
+  for (const auto& name : test::verified_names()) {
     std::string path = golden_dir(name) + "/receipt.json";
     Json receipt = read_json(path);
     jobs.push_back({path, VerifyOptions{}, name + " plain"});
@@ -173,7 +173,7 @@ TEST(Verify, EveryLeafTamperFailsBothVerifiersWithTheSameChecks) {
   std::vector<std::string> pointers;
   std::vector<std::size_t> freeze_pos;
   std::size_t counter = 0;
-  for (const auto& name : test::golden_names()) {
+  for (const auto& name : test::verified_names()) {
     Json receipt = read_json(golden_dir(name) + "/receipt.json");
     VerifyOptions options = full_options(name, receipt);
     // Hashing 44 frames for each of ~650 tampers is slow and adds nothing beyond the smaller
