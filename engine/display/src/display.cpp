@@ -310,7 +310,6 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
     }
   }
   number.pop_back();
-  if (std::getenv("EVIDENT_TIMING")) fprintf(stderr, "displayfd at %lld us\n", (long long)(steady_us() - t0));
   char* end = nullptr;
   long n = std::strtol(number.c_str(), &end, 10);
   if (number.empty() || *end != '\0' || n < 0 || n > 65535) {
@@ -322,10 +321,8 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
   auto conn = open_x_connection(d->info_.name, d->cookie_);
   if (!conn.ok()) return fail("display-start-failed", conn.error().message);
   d->dpy_ = *conn;
-  if (std::getenv("EVIDENT_TIMING")) fprintf(stderr, "connected at %lld us\n", (long long)(steady_us() - t0));
   if (auto st = make_ready(*d); !st.ok()) return fail(st.error().code, st.error().message);
   d->info_.ready_us = steady_us() - t0;
-  if (std::getenv("EVIDENT_TIMING")) fprintf(stderr, "ready at %lld us\n", (long long)(steady_us() - t0));
   return d;
 }
 
@@ -445,14 +442,32 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
     }
     out.layers.push_back(l);
   }
+  // target_display first: when our Xvfb is gone, the persistent connection must not be used.
+  const bool running = d.xvfb_ && !d.xvfb_->exited();
+  StatusLayer target{"target_display", "ready", "", ""};
+  {
+    bool current = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = displays_.find(id);
+      current = it != displays_.end() && it->second.get() == &d && !d.destroyed_.load();
+    }
+    if (!running) {
+      target = {"target_display", "blocked", "the Xvfb process has exited", recreate};
+    } else if (!current) {
+      target = {"target_display", "blocked", "the display was destroyed", "create a new display"};
+    } else {
+      target.detail = "Xvfb pid " + std::to_string(d.info_.xvfb_pid) + " running, generation current";
+    }
+  }
   // capture and input_backend use the persistent connection.
   {
     std::lock_guard lock(d.x_mutex_);
     ::Display* dpy = d.dpy_.load();
-    bool conn_ok = dpy != nullptr && !x_connection_dead(dpy);
+    auto usable = [&] { return running && dpy != nullptr && !x_connection_dead(dpy); };
     StatusLayer cap{"capture", "unknown", "the display's connection is broken", recreate};
     StatusLayer in{"input_backend", "unknown", "the display's connection is broken", recreate};
-    if (conn_ok) {
+    if (usable()) {
       if (!d.capturer_) {
         cap = {"capture", "blocked", "no capturer", recreate};
       } else {
@@ -466,6 +481,8 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
           cap = {"capture", "blocked", img.error().message, recreate};
         }
       }
+    }
+    if (usable()) {
       int ev = 0, err = 0, major = 0, minor = 0;
       if (XTestQueryExtension(dpy, &ev, &err, &major, &minor)) {
         in = {"input_backend", "ready",
@@ -477,25 +494,7 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
     out.layers.push_back(cap);
     out.layers.push_back(in);
   }
-  // target_display: our Xvfb still runs and this is still the current generation.
-  {
-    StatusLayer l{"target_display", "ready", "", ""};
-    bool running = d.xvfb_ && !d.xvfb_->exited();
-    bool current = false;
-    {
-      std::lock_guard lock(mu_);
-      auto it = displays_.find(id);
-      current = it != displays_.end() && it->second.get() == &d && !d.destroyed_.load();
-    }
-    if (!running) {
-      l = {"target_display", "blocked", "the Xvfb process has exited", recreate};
-    } else if (!current) {
-      l = {"target_display", "blocked", "the display was destroyed", "create a new display"};
-    } else {
-      l.detail = "Xvfb pid " + std::to_string(d.info_.xvfb_pid) + " running, generation current";
-    }
-    out.layers.push_back(l);
-  }
+  out.layers.push_back(target);
   out.ready = std::all_of(out.layers.begin(), out.layers.end(),
                           [](const StatusLayer& l) { return l.state == "ready"; });
   return out;
@@ -658,7 +657,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   const std::int64_t deadline = now_ms() + wait_window_ms;
   const long pid = app->info.pid;
   for (;;) {
-    while (XPending(watch) > 0) {
+    while (!x_connection_dead(watch) && XPending(watch) > 0) {
       XEvent ev;
       XNextEvent(watch, &ev);
       if (ev.type != MapNotify || ev.xmap.override_redirect) continue;

@@ -1,6 +1,8 @@
 #include "evident/display/x11.h"
 
+#include <X11/Xlib-xcb.h>
 #include <X11/Xlib.h>
+#include <xcb/xcb.h>
 
 #include <map>
 #include <mutex>
@@ -91,9 +93,14 @@ void close_x_connection(::Display* dpy) {
 }
 
 bool x_connection_dead(::Display* dpy) {
-  std::lock_guard lock(state_mu());
-  auto it = states().find(dpy);
-  return it != states().end() && it->second.dead;
+  {
+    std::lock_guard lock(state_mu());
+    auto it = states().find(dpy);
+    if (it != states().end() && it->second.dead) return true;
+  }
+  // Users that talk XCB on the same connection (capture) may see the break first.
+  xcb_connection_t* c = XGetXCBConnection(dpy);
+  return c == nullptr || xcb_connection_has_error(c) != 0;
 }
 
 XErrorRecord take_x_errors(::Display* dpy) {

@@ -23,7 +23,9 @@ Result<::Display*> open_x_connection(const std::string& name, const Cookie& cook
 // Closes a connection opened by open_x_connection and forgets its bookkeeping.
 void close_x_connection(::Display* dpy);
 
-// True once an I/O error was seen on `dpy` (the server went away).
+// True once an I/O error was seen on `dpy` (the server went away), through Xlib or XCB.
+// After that, make no further Xlib calls on `dpy` except close_x_connection: some extension
+// libraries (XTest) crash on a broken connection.
 bool x_connection_dead(::Display* dpy);
 
 // Protocol errors seen on `dpy` since the last call (count), and the last error's text.
