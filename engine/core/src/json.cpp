@@ -45,6 +45,11 @@ Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
                                       " bytes; the limit is " + std::to_string(max_bytes));
   }
   if (!valid_utf8(text)) return make_error(error_code, "request is not valid UTF-8");
+  // nlohmann's lexer stops at a NUL byte as if the input ended there, which would let trailing
+  // data through; a raw NUL is never valid JSON (inside strings it must be escaped).
+  if (text.find('\0') != std::string_view::npos) {
+    return make_error(error_code, "request contains a NUL byte");
+  }
   std::vector<std::set<std::string>> keys;
   auto cb = [&keys](int /*depth*/, Json::parse_event_t event, Json& parsed) -> bool {
     switch (event) {

@@ -45,6 +45,7 @@ TEST(StrictJson, RefusesTrailingDataSyntaxAndBadUtf8) {
   expect_refused(R"({"a":)");
   expect_refused("{\"a\":\"\xC3\x28\"}");
   expect_refused("{\"a\":\"\xED\xA0\x80\"}");  // UTF-16 surrogate encoded in UTF-8
+  expect_refused(std::string("{\"a\":1}\0{\"b\":2}", 15));  // data hidden after a NUL byte
   expect_refused("");
 }
 
