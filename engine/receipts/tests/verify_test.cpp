@@ -348,6 +348,8 @@ TEST(Verify, StructuralTampersAndFileProblems) {
   add_raw("[9007199254740992]", "big-int", "!receipt-json");
   add_raw("[\"\\ud800\"]", "lone-surrogate", "!receipt-json");
   add_raw("\xff", "bad-utf8", "!receipt-json");
+  add_raw(text + std::string(1, '\0') + "{}", "data-after-nul", "!receipt-json");
+  add_raw("\xef\xbb\xbf" + text, "byte-order-mark", "");  // skipped by both parsers
   add_raw("[]", "not-object", "schema");
   jobs.push_back({tmp.path() + "/does-not-exist.json", VerifyOptions{}, "missing-file"});
   want.push_back("!receipt-unreadable");
