@@ -151,6 +151,7 @@ def chromium_argv(url: str, user_data_dir: Path, width: int, height: int) -> lis
         "chromium", "--no-sandbox", "--disable-gpu", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-dev-shm-usage", "--password-store=basic", "--disable-features=Translate",
+        "--test-type",  # no "unsupported command-line flag" info bar above the page
         f"--user-data-dir={user_data_dir}", "--remote-debugging-port=0",
         "--force-device-scale-factor=1", "--window-position=0,0",
         f"--window-size={width},{height}", f"--app={url}",

@@ -43,9 +43,17 @@ def test_fill_web_form_in_chromium(evident_display, evident_app, evident_evidenc
         wait_for(lambda: page.evaluate("document.readyState === 'complete' && "
                                        "!!window.evidentForm"), timeout=30, what="the page")
 
-        # Where is the viewport on the display? Find the page's magenta marker in a frame.
-        origin = wait_for(lambda: find_colour(evident_display.image(), MAGENTA), timeout=30,
-                          what="the page's marker on screen")
+        # Where is the viewport on the display? Find the page's magenta marker in a frame; accept
+        # it once two consecutive frames agree (the layout has stopped moving).
+        last = []
+
+        def viewport_origin():
+            marker = find_colour(evident_display.image(), MAGENTA)
+            stable = marker is not None and last and last[-1] == marker
+            last.append(marker)
+            return marker if stable else None
+
+        origin = wait_for(viewport_origin, timeout=30, what="the page's marker on screen")
 
         def on_screen(element_id):
             r = page.evaluate(f"(() => {{ const r = document.getElementById('{element_id}')"
