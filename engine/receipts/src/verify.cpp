@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <string_view>
 
@@ -48,11 +49,17 @@ bool is_string_len(const Json& v, std::size_t min, std::size_t max) {
   return n >= min && n <= max;
 }
 
-// Exactly these keys, no others.
+// Exactly these keys, no others. The object's keys are iterated in order and compared with the
+// sorted expected keys, without building strings (this runs for every transcript event).
 bool has_exact_keys(const Json& v, std::initializer_list<std::string_view> keys) {
   if (!v.is_object() || v.size() != keys.size()) return false;
-  for (auto k : keys) {
-    if (v.find(std::string(k)) == v.end()) return false;
+  std::array<std::string_view, 32> sorted{};
+  if (keys.size() > sorted.size()) return false;
+  std::copy(keys.begin(), keys.end(), sorted.begin());
+  std::sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(keys.size()));
+  std::size_t i = 0;
+  for (auto it = v.begin(); it != v.end(); ++it, ++i) {
+    if (it.key() != sorted[i]) return false;
   }
   return true;
 }
