@@ -112,6 +112,7 @@ _PREFIXES: Mapping[str, Type[EvidentError]] = {
     "receipt-": ReceiptError,
     "verify-": ReceiptError,
     "engine-": EngineError,
+    "daemon-": EngineError,
     "internal": EngineError,
     "request-": UsageError,
     "usage": UsageError,
