@@ -156,3 +156,35 @@ def test_ctrl_c_during_session_wait_aborts_and_releases_display(engine):
             threading.Event().wait(0.05)
         assert s.aborted
         assert display.actions([a.move_mouse(1, 1)], observe="none").ok
+
+
+def test_every_action_of_the_vocabulary_returns_a_result(engine):
+    with engine.create_display(width=320, height=200) as display:
+        display.launch(XMESSAGE, wait_window_ms=10000)
+        batch = display.actions([
+            a.move_mouse(10, 10), a.click(10, 10), a.click(10, 10, "right"),
+            a.double_click(12, 12), a.triple_click(12, 12),
+            a.mouse_down(20, 20), a.mouse_up(20, 20), a.drag(20, 20, 60, 40),
+            a.scroll(30, 30, "down", 2), a.type("hé"), a.key("ctrl+a"),
+            a.hold_key("shift", 20), a.wait(5), a.screenshot(), a.zoom(0, 0, 40, 30),
+        ], observe="pixels", settle=300)
+        types = ["move_mouse", "click", "click", "double_click", "triple_click", "mouse_down",
+                 "mouse_up", "drag", "scroll", "type", "key", "hold_key", "wait",
+                 "screenshot", "zoom"]
+        assert [r.type for r in batch] == types
+        assert [r.index for r in batch] == list(range(len(types)))
+        failed = [r for r in batch if r.status not in ("ok", "injected")]
+        assert not failed, failed
+        assert batch.settle["outcome"] in ("settled", "still_loading", "fixed")
+        assert batch.observation.png is not None
+        with open(batch.observation.png.path, "rb") as f:
+            assert Image.open(f).size == (320, 200)
+        # xmessage never reads the clipboard: paste fails, and that is data, not an exception.
+        pasted = display.paste("x")
+        assert pasted.type == "paste" and pasted.status == "failed" and pasted.detail
+        with pytest.raises(evident.ActionError) as info:
+            pasted.check()
+        assert info.value.code == "action-failed"
+        # normalized_1000 coordinates are accepted as a batch option.
+        assert display.actions([a.move_mouse(500, 500)], observe="none",
+                               coordinate_space="normalized_1000").ok
