@@ -1,0 +1,203 @@
+// Integration test through the real daemon and the `evident session` CLI as subprocesses: a
+// full session whose receipt both `evident verify` and the Python verifier accept, and a typed
+// marker string that reaches the app but appears in no receipt, frame name, daemon log line or
+// CLI output (responses and error messages).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "x11_harness.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::code_of;
+using testing::run_capture;
+using testing::shell_quote;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Waits (inotify, bounded) until `path` contains `needle`.
+bool wait_file_contains(const std::string& path, const std::string& needle, int timeout_ms) {
+  int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  inotify_add_watch(fd, fs::path(path).parent_path().c_str(), IN_MODIFY | IN_CREATE);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool found = false;
+  while (!(found = slurp(path).find(needle) != std::string::npos)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) > 0) {
+      char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    }
+  }
+  ::close(fd);
+  return found;
+}
+
+class SessionCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = (fs::temp_directory_path() / ("evident-session-cli-" + random_hex(6))).string();
+    ASSERT_TRUE(make_private_dir(root_ + "/run").ok());
+    socket_ = root_ + "/run/evident.sock";
+    log_ = root_ + "/daemon.log";
+    evident_ = std::string(EVIDENT_BINARY_DIR) + "/engine/cli/evident";
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(evident_.c_str(), evident_.c_str(), "daemon", "--socket", socket_.c_str(),
+              "--state-dir", (root_ + "/state").c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ASSERT_TRUE(wait_file_contains(log_, "listening on", 20000)) << slurp(log_);
+  }
+  void TearDown() override {
+    stop_daemon();
+    (void)remove_tree(root_);
+  }
+  void stop_daemon() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+      pid_ = -1;
+    }
+  }
+
+  // Runs `evident --json --socket S ARGS`; returns the parsed answer and keeps the raw output.
+  Json cli(const std::string& args) {
+    auto [rc, out] = run_capture(shell_quote(evident_) + " --json --socket " + shell_quote(socket_) + " " + args + " 2>&1");
+    outputs_ += out;
+    try {
+      Json j = Json::parse(out);
+      EXPECT_EQ(rc, j.value("ok", false) ? 0 : 1) << out;
+      return j;
+    } catch (...) {
+      ADD_FAILURE() << "not JSON (rc " << rc << "): " << out;
+      return Json{{"ok", false}, {"error", {{"code", "not-json"}}}};
+    }
+  }
+  Json session(const Json& req) { return cli("session --request " + shell_quote(req.dump())); }
+
+  std::string root_, socket_, log_, evident_;
+  std::string outputs_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(SessionCli, FullSessionThroughDaemonAndCliLeaksNoTypedText) {
+  const std::string marker = "zqmarker" + random_hex(8);
+  Json d = cli("display create --width 800 --height 600");
+  ASSERT_EQ(code_of(d), "ok") << d.dump();
+  int id = d["display"]["id"];
+  std::string gen = d["display"]["generation"];
+  std::string events = root_ + "/app-events.jsonl";
+  Json a = cli("app launch " + std::to_string(id) + " " + gen + " --wait-window-ms 10000 -- " +
+               shell_quote(std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app") +
+               " --events " + shell_quote(events));
+  ASSERT_EQ(code_of(a), "ok") << a.dump();
+  std::string job(64, 'd');
+
+  // begin through @FILE, the rest inline.
+  std::string begin_file = root_ + "/begin.json";
+  std::ofstream(begin_file) << Json{{"op", "begin"}, {"display_id", id}, {"generation", gen},
+                                    {"app_id", a["app"]["app_id"]}, {"attempt_id", "cli-1"},
+                                    {"job_sha256", job}}.dump();
+  Json b = cli("session --request @" + shell_quote(begin_file));
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  EXPECT_EQ(b["actor"]["kind"], "local_user");
+  EXPECT_EQ(b["actor"]["uid"], static_cast<int>(::getuid()));
+  std::string sid = b["session_id"];
+  std::string evidence = b["evidence_dir"];
+
+  // Refusals carrying the marker (as text and as a key name) must not echo it.
+  Json bad1 = session(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+                           {"actions", Json::array({Json{{"type", "type"}, {"text", marker}, {"bogus", 1}}})}});
+  EXPECT_EQ(code_of(bad1), "session-action");
+  Json bad2 = session(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+                           {"actions", Json::array({Json{{"type", "key"}, {"key", marker}}})}});
+  EXPECT_EQ(code_of(bad2), "session-action");
+  Json bad3 = session(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+                           {"actions", Json::array({Json{{"type", "paste"}, {"text", marker}}})}});
+  EXPECT_EQ(code_of(bad3), "session-action-forbidden");
+
+  Json act = session(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+                          {"actions", Json::array({Json{{"type", "click"}, {"x", 100}, {"y", 40}},
+                                                   Json{{"type", "type"}, {"text", marker + " evident"}}})}});
+  ASSERT_EQ(code_of(act), "ok") << act.dump();
+  testing::EventLog app_log(events);
+  ASSERT_TRUE(app_log.wait_for([](const std::vector<Json>& ev) {
+    for (const auto& e : ev) if (e["type"] == "trigger") return true;
+    return false;
+  }));
+  // The marker really reached the app (so the absence checks below can fail).
+  ASSERT_NE(slurp(events).find(marker), std::string::npos);
+
+  Json f = session(Json{{"op", "freeze"}, {"session_id", sid}, {"sequence", 1}});
+  ASSERT_EQ(code_of(f), "ok") << f.dump();
+  Json o = session(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", 2},
+                        {"pre_observation_sha256", f["frame"]["sha256"]}});
+  ASSERT_EQ(code_of(o), "ok") << o.dump();
+  EXPECT_EQ(testing::pixel_hex(o["frame"]["path"], 5, 5), "20A040");
+  Json fin = session(Json{{"op", "finish"}, {"session_id", sid}, {"sequence", 3},
+                          {"observation_sha256", o["frame"]["sha256"]},
+                          {"claims", {{"background", "green"}}}});
+  ASSERT_EQ(code_of(fin), "ok") << fin.dump();
+  Json c = session(Json{{"op", "close"}, {"session_id", sid}, {"sequence", 4}});
+  ASSERT_EQ(code_of(c), "ok") << c.dump();
+  EXPECT_EQ(c["cleanup_complete"], true);
+  std::string receipt = evidence + "/receipt.json";
+
+  // Both verifiers accept it.
+  std::string vargs = shell_quote(receipt) + " --frames " + shell_quote(evidence) + " --png " +
+                      shell_quote(o["frame"]["path"].get<std::string>()) + " --expect-job " + job +
+                      " --expect-uid " + std::to_string(::getuid());
+  auto [vrc, vout] = run_capture(shell_quote(evident_) + " verify " + vargs + " 2>&1");
+  EXPECT_EQ(vrc, 0) << vout;
+  std::string py = std::string(EVIDENT_SOURCE_DIR) + "/bindings/python/evident/verify.py";
+  if (fs::exists(py)) {
+    auto [prc, pout] = run_capture("PYTHONPATH=" + shell_quote(std::string(EVIDENT_SOURCE_DIR) + "/bindings/python") +
+                                   " /usr/bin/python3 -m evident.verify " + vargs + " 2>&1");
+    EXPECT_EQ(prc, 0) << pout;
+  }
+
+  stop_daemon();  // flushes and closes the daemon log
+  // The marker is nowhere: receipt, evidence file names, any file under the state dir, the
+  // daemon log, every CLI output (responses and error messages).
+  EXPECT_EQ(slurp(receipt).find(marker), std::string::npos);
+  for (const auto& e : fs::recursive_directory_iterator(root_ + "/state")) {
+    EXPECT_EQ(e.path().string().find(marker), std::string::npos) << e.path();
+    if (e.is_regular_file()) {
+      EXPECT_EQ(slurp(e.path().string()).find(marker), std::string::npos) << e.path();
+    }
+  }
+  std::string daemon_log = slurp(log_);
+  EXPECT_FALSE(daemon_log.empty());
+  EXPECT_EQ(daemon_log.find(marker), std::string::npos);
+  EXPECT_EQ(outputs_.find(marker), std::string::npos);
+  // The evidence outlives the daemon.
+  EXPECT_TRUE(fs::exists(receipt));
+  EXPECT_TRUE(fs::exists(o["frame"]["path"].get<std::string>()));
+}
+
+}  // namespace
+}  // namespace evident
