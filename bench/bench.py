@@ -48,6 +48,11 @@ def median_us(samples_ns):
     return int(statistics.median(samples_ns) // 1000) if samples_ns else None
 
 
+def few(n, div):
+    """Runs for a slower variant: n/div, at least 3 in a full run and 1 in quick mode."""
+    return max(1 if n <= 5 else 3, n // div)
+
+
 def wait_until(pred, timeout, what, poll=0.002):
     """Polls a condition until it holds or the deadline passes (raises BenchError)."""
     deadline = time.monotonic() + timeout
@@ -576,7 +581,7 @@ def row_display(h, ev, n):
     except Exception as e:  # noqa: BLE001 - a peer failure is a row detail, not a crash
         pvd_ok, pvd_detail = False, "pyvirtualdisplay: %s" % e
     xr_ok = True
-    for _ in range(max(3, n // 2)):
+    for _ in range(few(n, 2)):
         t0 = now_ns()
         r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 %dx%dx24 -nolisten tcp" % (W, H),
                             "true"], env=h.env, capture_output=True, timeout=60)
@@ -685,7 +690,7 @@ def row_click(h, ev, n):
     with xserver(h) as srv, fixture_app(h, srv, ev) as (log, ready):
         bx, by = ready["x"] + 120, ready["y"] + 130  # middle of the button (20..219, 100..159)
         for name, extra, runs in (("xdotool_delay0", ["--delay", "0"], n),
-                                  ("xdotool_default", [], max(3, n // 6))):
+                                  ("xdotool_default", [], few(n, 6))):
             samples, delivered = [], 0
             for _ in range(runs):
                 before = log.count("button_clicked")
@@ -702,7 +707,7 @@ def row_click(h, ev, n):
                               "%d/%d clicks reached the fixture app" % (delivered, runs)))
         peers.append(xtest_floor_click(srv, log, bx, by, n))
     evr = evident_input_click(h, ev)
-    doc, err = ev.inproc(h, "click", max(5, n // 4))
+    doc, err = ev.inproc(h, "click", few(n, 4))
     inproc = evident_from_tool(doc, "evident in-process cu.actions [click] observe:none "
                                "(Python API: batch parse + execute + release check)") \
         if doc is not None else unavailable("in-process: %s" % err)
@@ -907,9 +912,10 @@ def row_type_ascii(h, ev, n):
         rcv = TkReceiver(h, srv)
         try:
             for name, delay, runs in (("xdotool_delay0", 0, n), ("xdotool_default", None,
-                                                                  max(2, n // 10))):
+                                                                  few(n, 10))):
                 s, exact, wrong = type_runs(rcv, srv, text, delay, runs)
-                peers.append(peer(name, s, exact == runs, "%d/%d exact in Tk%s" % (
+                # a peer's inexactness is a finding (recorded), not a harness failure
+                peers.append(peer(name, s, True, "%d/%d exact in Tk%s" % (
                     exact, runs, (" (got e.g. %r)" % wrong[:1]) if wrong else ""), exact=exact))
             evr = evident_type_any(h, ev, srv, rcv, text, n)
         finally:
@@ -1135,7 +1141,7 @@ def row_screenshot(h, ev, n):
 
             peers.append(file_peer("scrot", ["scrot", "--overwrite"], n))
             peers.append(file_peer("imagemagick_import", ["import", "-window", "root"],
-                                   max(3, n // 3)))
+                                   few(n, 3)))
             samples, size, ok = [], None, True
             for _ in range(n):
                 t0 = now_ns()
@@ -1369,7 +1375,7 @@ def row_verify_cli(h, ev, n):
     pyver = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
     if os.path.isfile(pyver) and os.path.isfile(receipt):
         samples, ok = [], True
-        for _ in range(max(3, n // 3)):
+        for _ in range(few(n, 3)):
             t0 = now_ns()
             r = subprocess.run(["/usr/bin/python3", pyver, receipt, "--json"], env=h.env,
                                capture_output=True, timeout=60)

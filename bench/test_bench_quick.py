@@ -13,9 +13,12 @@ ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot"
 
 def test_quick_mode_json_shape_and_delivery(tmp_path):
     out = tmp_path / "quick.json"
-    build = os.environ.get("EVIDENT_BUILD", "build")
-    r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "bench.py"), "--quick",
-                        "--build", os.path.join(ROOT, build), "--out", str(out)],
+    # EVIDENT_BENCH_BUILDS (colon-separated) overrides EVIDENT_BUILD (default build/)
+    builds = os.environ.get("EVIDENT_BENCH_BUILDS") or os.environ.get("EVIDENT_BUILD", "build")
+    argv = ["/usr/bin/python3", os.path.join(HERE, "bench.py"), "--quick", "--out", str(out)]
+    for b in builds.split(":"):
+        argv += ["--build", os.path.join(ROOT, b)]
+    r = subprocess.run(argv,
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     doc = json.loads(out.read_text(encoding="utf-8"))
