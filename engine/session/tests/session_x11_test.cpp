@@ -286,5 +286,75 @@ TEST(SessionX11, RealExpiryReleasesTheDisplayWithoutAnyCall) {
   EXPECT_EQ(code_of(h.begin()), "ok");
 }
 
+
+// The refusals of begin, observe and finish against real resources: wrong or malformed
+// generation, unknown or foreign app, a display or attempt already in a session, a wrong
+// observation digest and bad claims. None injects input or advances the sequence.
+TEST(SessionX11, BeginObserveFinishRefusals) {
+  EngineHarness h;
+  std::string app1 = h.launch_app();
+  ASSERT_FALSE(app1.empty());
+  Json d2 = h.call("display.create", Json{{"width", 320}, {"height", 240}});
+  ASSERT_EQ(code_of(d2), "ok") << d2.dump();
+  testing::EventLog log2(h.root() + "/app2-events.jsonl");
+  Json a2 = h.call("app.launch", Json{{"display_id", d2["display"]["id"]},
+                                      {"generation", d2["display"]["generation"]},
+                                      {"argv", Json::array({testing::fixture_app_path(), "--events", log2.path()})},
+                                      {"wait_window_ms", 10000}});
+  ASSERT_EQ(code_of(a2), "ok") << a2.dump();
+  std::string app2 = a2["app"]["app_id"];
+  auto begin_req = [&](Json display_id, Json gen, const std::string& app, const std::string& attempt) {
+    return Json{{"op", "begin"}, {"display_id", display_id}, {"generation", gen}, {"app_id", app},
+                {"attempt_id", attempt}, {"job_sha256", std::string(64, 'a')}};
+  };
+  Json id1 = h.display_id(), gen1 = h.generation();
+  Json id2 = d2["display"]["id"], gen2 = d2["display"]["generation"];
+
+  EXPECT_EQ(code_of(h.session(begin_req(id1, "gen-" + std::string(32, '0'), app1, "a"))), "display-generation-mismatch");
+  EXPECT_EQ(code_of(h.session(begin_req(id1, "not-a-generation", app1, "a"))), "display-generation-mismatch");
+  EXPECT_EQ(code_of(h.session(begin_req(id1, gen2, app1, "a"))), "display-generation-mismatch");
+  EXPECT_EQ(code_of(h.session(begin_req(9999, gen1, app1, "a"))), "display-generation-mismatch");
+  EXPECT_EQ(code_of(h.session(begin_req(id1, gen1, "app-" + std::string(32, '0'), "a"))), "app-not-live");
+  EXPECT_EQ(code_of(h.session(begin_req(id1, gen1, app2, "a"))), "session-binding");
+
+  Json b = h.session(begin_req(id1, gen1, app1, "attempt-a"));
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  Json busy_display = h.session(begin_req(id1, gen1, app1, "attempt-b"));
+  EXPECT_EQ(code_of(busy_display), "session-busy");
+  EXPECT_EQ(busy_display["error"]["retryable"], true);
+  EXPECT_EQ(code_of(h.session(begin_req(id2, gen2, app2, "attempt-a"))), "session-busy");
+  // `cu actions` cannot touch a display a session holds.
+  Json cu = h.call("cu.actions", Json{{"display_id", id1}, {"generation", gen1},
+                                      {"request", {{"actions", Json::array({click(245, 105)})}}}});
+  EXPECT_EQ(code_of(cu), "display-busy") << cu.dump();
+  // Another display and attempt are fine.
+  Json b2 = h.session(begin_req(id2, gen2, app2, "attempt-c"));
+  ASSERT_EQ(code_of(b2), "ok") << b2.dump();
+  ASSERT_EQ(code_of(h.session(op_req("abort", b2["session_id"], 0))), "ok");
+
+  ASSERT_EQ(code_of(h.session(op_req("freeze", sid, 0))), "ok");
+  Json o = h.session(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", 1},
+                          {"pre_observation_sha256", std::string(64, 'c')}});
+  ASSERT_EQ(code_of(o), "ok") << o.dump();
+  EXPECT_EQ(o["pre_observation_sha256"], std::string(64, 'c'));
+  auto finish = [&](const std::string& obs, Json claims) {
+    return h.session(Json{{"op", "finish"}, {"session_id", sid}, {"sequence", 2},
+                          {"observation_sha256", obs}, {"claims", claims}});
+  };
+  std::string obs = o["frame"]["sha256"];
+  EXPECT_EQ(code_of(finish(std::string(64, 'f'), Json{{"x", 1}})), "session-observation");
+  EXPECT_EQ(code_of(finish(obs, Json::array({1}))), "session-claims");
+  EXPECT_EQ(code_of(finish(obs, Json{{"big", std::string(17000, 'x')}})), "session-claims");
+  Json st = h.session(Json{{"op", "status"}, {"session_id", sid}});
+  EXPECT_EQ(st["sequence"], 2);
+  EXPECT_EQ(st["phase"], "observed");
+  EXPECT_TRUE(st["receipt"].is_null());
+  ASSERT_EQ(code_of(finish(obs, Json{{"x", 1}})), "ok");
+  ASSERT_EQ(code_of(h.session(op_req("close", sid, 3))), "ok");
+  EXPECT_EQ(presses(h.log().events()), 0u);
+  EXPECT_EQ(presses(log2.events()), 0u);
+}
+
 }  // namespace
 }  // namespace evident
