@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -27,7 +28,8 @@ struct FakeWorld {
   std::map<std::string, bool> app_dead;
   bool display_dead = false;
   bool fail_release = false;
-  int fail_action_at = -1;  // global execution count at which execute() returns failed
+  int fail_action_at = -1;
+  std::function<void()> on_execute;  // runs inside execute() (e.g. blocks to simulate slow input)  // global execution count at which execute() returns failed
   std::atomic<int> executed{0};
   std::atomic<int> captures{0};
   std::atomic<int> releases{0};
@@ -61,6 +63,7 @@ class FakeLease final : public SessionLease {
     return f;
   }
   SessionActionOutcome execute(const Action&, int) override {
+    if (w_.on_execute) w_.on_execute();
     int n = w_.executed++;
     if (n == w_.fail_action_at) return {"failed", "expected X, observed Y", 1};
     return {"injected", "", 2};

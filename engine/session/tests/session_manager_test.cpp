@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <future>
+#include <thread>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -499,6 +501,40 @@ TEST_F(SessionTest, AbortAllAtShutdownReleasesEveryDisplay) {
   mgr_->abort_all();
   EXPECT_EQ(world_.leases_open, 0);
   EXPECT_EQ(mgr_->live_count(), 0u);
+}
+
+TEST_F(SessionTest, ARequestWhileAnotherRunsIsBusyNotQueued) {
+  std::string sid = to_phase("stage");
+  std::promise<void> entered, release;
+  std::shared_future<void> release_f = release.get_future().share();
+  bool first = true;
+  world_.on_execute = [&] {
+    if (!first) return;
+    first = false;
+    entered.set_value();
+    release_f.wait();
+  };
+  Json slow;
+  std::thread t([&] { slow = clicks(sid, 0, 2); });
+  entered.get_future().wait();
+  Json busy = clicks(sid, 0, 1);
+  EXPECT_EQ(code(busy), "session-busy");
+  EXPECT_EQ(busy["error"]["retryable"], true);
+  EXPECT_EQ(code(simple("abort", sid, 0)), "session-busy");
+  EXPECT_EQ(code(simple("freeze", sid, 0)), "session-busy");
+  Json s = status(sid);  // status still answers while the batch runs
+  EXPECT_EQ(code(s), "ok");
+  EXPECT_EQ(s["sequence"], 0);
+  // Expiry waits for the running request: its input is never cut off.
+  clock_.advance_ms(200000);
+  EXPECT_EQ(mgr_->expire_due(), 0u);
+  release.set_value();
+  t.join();
+  EXPECT_EQ(code(slow), "ok");
+  EXPECT_EQ(world_.executed, 2);
+  // The deadline passed while it ran; the session expires right after.
+  EXPECT_EQ(mgr_->expire_due(), 1u);
+  EXPECT_EQ(world_.leases_open, 0);
 }
 
 }  // namespace
