@@ -1578,6 +1578,15 @@ def markdown(doc):
     return "\n".join(out) + "\n"
 
 
+def loadavg():
+    """/proc/loadavg's 1/5/15-minute averages as a string: how shared the machine was."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return ""
+
+
 def machine():
     cpu = ""
     with contextlib.suppress(OSError):
@@ -1613,6 +1622,7 @@ def main(argv=None):
     signal.signal(signal.SIGINT, on_signal)
     rows = []
     t_start = time.monotonic()
+    load_start = loadavg()
     try:
         for rid, fn in ROWS:
             if only and rid not in only:
@@ -1635,7 +1645,8 @@ def main(argv=None):
         h.close()
     doc = {"schema": SCHEMA, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "quick": args.quick, "machine": machine(), "build_dirs": ev.build_dirs,
-           "seconds": int(round(time.monotonic() - t_start)), "rows": rows,
+           "seconds": int(round(time.monotonic() - t_start)),
+           "loadavg_start": load_start, "loadavg_end": loadavg(), "rows": rows,
            "summary": {s: sum(1 for r in rows if r["status"] == s)
                        for s in ("pass", "fail", "not_available", "error")}}
     doc = no_floats(doc)
@@ -1647,6 +1658,8 @@ def main(argv=None):
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write(markdown(doc))
     print(table(rows))
+    print("load average (1/5/15 min) at start %s, at end %s" % (doc["loadavg_start"],
+                                                               doc["loadavg_end"]))
     print("\nsummary: %s; JSON: %s" % (", ".join("%d %s" % (v, k) for k, v in
                                                   doc["summary"].items()), args.out))
     harness_errors = doc["summary"]["error"] or any(
