@@ -6,7 +6,7 @@ BUILD="${EVIDENT_BUILD:-build}"
 export PYTHONPATH="$PWD/bindings/python:$PWD/$BUILD/bindings/core${PYTHONPATH:+:$PYTHONPATH}"
 export EVIDENT_BIN="${EVIDENT_BIN:-$PWD/$BUILD/engine/cli/evident}"
 paths=()
-for d in bindings/python/tests scenarios; do
+for d in bindings/python/tests scenarios bench; do
   if [ -d "$d" ] && ls "$d"/test_*.py >/dev/null 2>&1; then paths+=("$d"); fi
 done
 if [ "${#paths[@]}" -eq 0 ]; then
