@@ -10,6 +10,7 @@
 #include "evident/input/input.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <map>
@@ -60,11 +61,12 @@ struct InputDevice::Keymap {
   unsigned mod_keycode[8] = {};                     // keycode that sets real modifier bit i
   unsigned caps_keycode = 0;
   // Spare keycodes (no keysyms at all in the original map), their original core keysyms, what
-  // each is mapped to now (0 = original), least recently used first, and the ones used since the
-  // last barrier (they must not be remapped until the barrier passed).
+  // each is mapped to now (two levels: plain and Shift; 0 = empty, both 0 = original), least
+  // recently used first, and the ones used since the last barrier (they must not be remapped
+  // until the barrier passed).
   std::vector<unsigned> spare;
   std::map<unsigned, std::vector<KeySym>> original;
-  std::map<unsigned, unsigned long> current;
+  std::map<unsigned, std::array<unsigned long, 2>> current;
   std::vector<unsigned> lru;
   std::set<unsigned> dirty;
   bool epoch_open = false;
@@ -112,7 +114,7 @@ Status InputDevice::init() {
       const auto kc = static_cast<unsigned>(km.min_kc + i);
       km.spare.push_back(kc);
       km.original[kc] = std::vector<KeySym>(row, row + per);
-      km.current[kc] = 0;
+      km.current[kc] = {0, 0};
       km.lru.push_back(kc);
     }
   }
@@ -261,16 +263,34 @@ Result<InputDevice::Stroke> InputDevice::stroke_for(unsigned long keysym, bool a
   Keymap& km = *keymap_;
   *need_barrier = false;
   if (auto it = km.index.find(keysym); it != km.index.end()) return it->second;
+  const unsigned shift = km.mod_keycode[ShiftMapIndex] ? ShiftMask : 0u;
   for (unsigned kc : km.spare) {
-    if (km.current[kc] == keysym) {
-      // Already mapped to this keysym: reuse without a remap (no MappingNotify needed).
+    // Already mapped to this keysym (this chunk or an earlier one, kept mapped): no remap, so no
+    // MappingNotify and no race with clients' keymap caches.
+    const auto& cur = km.current[kc];
+    if (cur[0] == keysym) {
       km.dirty.insert(kc);
       return Stroke{kc, 0};
+    }
+    if (cur[1] == keysym && shift) {
+      km.dirty.insert(kc);
+      return Stroke{kc, shift};
     }
   }
   if (!allow_remap) return make_error("keymap-no-spare-keycode", "key is not in the keymap");
   if (km.spare.empty()) {
     return make_error("keymap-no-spare-keycode", "the keymap has no spare keycode for a character outside it");
+  }
+  // Second level (Shift) of a keycode remapped in this chunk: its remap is still unsent, so it
+  // can take a second keysym (two characters per spare keycode).
+  if (shift) {
+    for (unsigned kc : *chunk_new) {
+      auto& cur = km.current[kc];
+      if (cur[1] == 0) {
+        cur[1] = keysym;
+        return Stroke{kc, shift};
+      }
+    }
   }
   // Least recently used spare keycode that no event since the last barrier used.
   for (auto it = km.lru.begin(); it != km.lru.end(); ++it) {
@@ -278,7 +298,7 @@ Result<InputDevice::Stroke> InputDevice::stroke_for(unsigned long keysym, bool a
     if (km.dirty.count(kc)) continue;
     km.lru.erase(it);
     km.lru.push_back(kc);
-    km.current[kc] = keysym;
+    km.current[kc] = {keysym, 0};
     km.dirty.insert(kc);
     chunk_new->push_back(kc);
     return Stroke{kc, 0};
@@ -299,6 +319,45 @@ void InputDevice::start_watch() {
   watch_ = detail::RecordWatch::start(open, XAllocID(dpy_));
 }
 
+std::set<unsigned long> InputDevice::focus_windows() {
+  std::set<unsigned long> out;
+  Window focus = 0;
+  int revert = 0;
+  XGetInputFocus(dpy_, &focus, &revert);
+  if (focus != None && focus != PointerRoot) out.insert(focus);
+  // Focus follows the pointer (no window manager): the windows under the pointer receive keys.
+  Window w = DefaultRootWindow(dpy_);
+  for (int depth = 0; depth < 32; ++depth) {
+    Window root = 0, child = 0;
+    int rx = 0, ry = 0, wx = 0, wy = 0;
+    unsigned mask = 0;
+    if (!XQueryPointer(dpy_, w, &root, &child, &rx, &ry, &wx, &wy, &mask) || child == None) break;
+    out.insert(child);
+    w = child;
+  }
+  return out;
+}
+
+Status InputDevice::await_fetch(TypeReport* report) {
+  start_watch();
+  if (!watch_) {
+    XSync(dpy_, False);
+    return ok_status();
+  }
+  std::set<XID> clients;
+  for (unsigned long w : focus_windows()) clients.insert(watch_->client_of(w));
+  XNoOp(dpy_);
+  XFlush(dpy_);
+  ++markers_;
+  const bool passed = watch_->wait_fetched(markers_, clients, options_.barrier_quiet_ms, options_.barrier_idle_ms,
+                                           steady_us() + options_.barrier_timeout_ms * 1000);
+  if (report) {
+    ++report->fetch_waits;
+    if (!passed) ++report->barrier_timeouts;
+  }
+  return ok_status();
+}
+
 Status InputDevice::barrier(TypeReport* report) {
   Keymap& km = *keymap_;
   if (km.dirty.empty()) return ok_status();
@@ -310,7 +369,7 @@ Status InputDevice::barrier(TypeReport* report) {
     XFlush(dpy_);
     ++markers_;
     int clients = 0;
-    passed = watch_->wait(markers_, options_.barrier_quiet_ms,
+    passed = watch_->wait(markers_, options_.barrier_quiet_ms, options_.barrier_idle_ms,
                           steady_us() + options_.barrier_timeout_ms * 1000, &clients);
   } else {
     // No RECORD: no evidence is available; give clients a bounded time to read their queues.
@@ -362,11 +421,9 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
       if (!km.epoch_open && watch_) watch_->begin_epoch();
       km.epoch_open = true;
     }
-    for (unsigned kc : chunk_new) {
-      KeySym pair[2] = {km.current[kc], km.current[kc]};
-      XChangeKeyboardMapping(dpy_, static_cast<int>(kc), 2, pair, 1);
-      ++report.remapped;
-    }
+    send_remaps(chunk_new);
+    for (unsigned kc : chunk_new) report.remapped += km.current[kc][1] ? 2 : 1;
+    if (!chunk_new.empty()) EVIDENT_TRY(await_fetch(&report));
     for (const Stroke& s : strokes) {
       std::vector<unsigned> mods;
       for (int b = 0; b < 8; ++b) {
@@ -412,10 +469,8 @@ Status InputDevice::press_chord(const KeyChord& chord) {
     if (!km.epoch_open && watch_) watch_->begin_epoch();
     km.epoch_open = true;
   }
-  for (unsigned kc : chunk_new) {
-    KeySym pair[2] = {km.current[kc], km.current[kc]};
-    XChangeKeyboardMapping(dpy_, static_cast<int>(kc), 2, pair, 1);
-  }
+  send_remaps(chunk_new);
+  if (!chunk_new.empty()) EVIDENT_TRY(await_fetch(nullptr));
   // The last key may need level modifiers (e.g. "ctrl+plus" needs Shift on a US map).
   const Stroke last = strokes.back();
   for (std::size_t k = 0; k + 1 < strokes.size(); ++k) fake_key(strokes[k].keycode, true);
@@ -473,9 +528,20 @@ Status InputDevice::release_all_checked() {
 
 bool InputDevice::keymap_dirty() const {
   for (const auto& [kc, ks] : keymap_->current) {
-    if (ks) return true;
+    if (ks[0] || ks[1]) return true;
   }
   return false;
+}
+
+void InputDevice::send_remaps(const std::vector<unsigned>& keycodes) {
+  Keymap& km = *keymap_;
+  for (unsigned kc : keycodes) {
+    const auto& cur = km.current[kc];
+    // Level 2 empty: [ks, ks] so the key type is one the server derives for identical levels and
+    // Shift (e.g. held for a chord) still yields the character.
+    KeySym pair[2] = {cur[0], cur[1] ? cur[1] : cur[0]};
+    XChangeKeyboardMapping(dpy_, static_cast<int>(kc), 2, pair, 1);
+  }
 }
 
 Status InputDevice::restore_keymap_checked() {
@@ -485,10 +551,10 @@ Status InputDevice::restore_keymap_checked() {
   EVIDENT_TRY(barrier(nullptr));
   std::vector<unsigned> changed;
   for (auto& [kc, ks] : km.current) {
-    if (!ks) continue;
+    if (!ks[0] && !ks[1]) continue;
     std::vector<KeySym> orig = km.original[kc];
     XChangeKeyboardMapping(dpy_, static_cast<int>(kc), static_cast<int>(orig.size()), orig.data(), 1);
-    ks = 0;
+    ks = {0, 0};
     changed.push_back(kc);
   }
   XSync(dpy_, False);

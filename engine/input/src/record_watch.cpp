@@ -23,6 +23,7 @@ std::unique_ptr<RecordWatch> RecordWatch::start(const std::function<::Display*()
   if (!XRecordQueryVersion(w->ctrl_, &major, &minor)) return nullptr;
   int opcode = 0, ev = 0, err = 0;
   if (XQueryExtension(w->ctrl_, "XKEYBOARD", &opcode, &ev, &err)) w->xkb_major_ = opcode;
+  if (XQueryExtension(w->ctrl_, "XInputExtension", &opcode, &ev, &err)) w->xi_major_ = opcode;
   w->data_ = open();
   if (!w->data_) return nullptr;
   w->base_mask_ = XRecordIdBaseMask(w->ctrl_);
@@ -36,7 +37,8 @@ std::unique_ptr<RecordWatch> RecordWatch::start(const std::function<::Display*()
   range->ext_requests.ext_minor.first = 0;
   range->ext_requests.ext_minor.last = 65535;
   range->delivered_events.first = KeyPress;
-  range->delivered_events.last = KeyRelease;
+  // Up to GenericEvent: GTK 3 receives keys as XInput2 events (filtered in handle()).
+  range->delivered_events.last = GenericEvent;
   XRecordClientSpec clients = XRecordAllClients;
   w->context_ = XRecordCreateContext(w->ctrl_, 0, &clients, 1, &range, 1);
   XFree(range);
@@ -116,7 +118,11 @@ void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int 
   if (category == XRecordFromClient) {
     const int major = data[0];
     if (own) {
-      if (major == X_ChangeKeyboardMapping) change_seen_ = true;
+      if (major == X_ChangeKeyboardMapping) {
+        change_seen_ = true;
+        change_seq_ = ++seq_;
+        change_us_ = steady_us();
+      }
       if (major == X_NoOperation) {
         ++markers_seen_;
         cv_.notify_all();
@@ -124,13 +130,26 @@ void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int 
       return;
     }
     last_request_us_[client] = steady_us();
+    last_request_seq_[client] = ++seq_;
     const bool fetch = major == X_GetKeyboardMapping ||
                        (major == xkb_major_ && data[1] == kXkbGetMapMinor);
     if (fetch && change_seen_) fetched_.insert(client);
+    if (fetch) fetch_seq_[client] = seq_;
     cv_.notify_all();
   } else if (category == XRecordFromServer) {
     const int type = data[0] & 0x7F;
-    if (!own && (type == KeyPress || type == KeyRelease)) receivers_.insert(client);
+    bool key = type == KeyPress || type == KeyRelease;
+    if (type == GenericEvent && xi_major_ >= 0 && data[1] == xi_major_) {
+      const int evtype = data[8] | (data[9] << 8);  // xGenericEvent.evtype (little-endian server)
+      key = evtype == 2 || evtype == 3;             // XI_KeyPress, XI_KeyRelease
+    }
+    if (!own && key) {
+      receivers_.insert(client);
+      all_receivers_.insert(client);
+      last_delivery_seq_[client] = ++seq_;
+      last_delivery_us_[client] = steady_us();
+      cv_.notify_all();
+    }
   }
 }
 
@@ -139,10 +158,39 @@ void RecordWatch::begin_epoch() {
   change_seen_ = false;
   receivers_.clear();
   fetched_.clear();
+  last_delivery_seq_.clear();
+  last_delivery_us_.clear();
 }
 
-bool RecordWatch::wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t deadline_us,
-                       int* clients_out) {
+bool RecordWatch::wait_fetched(std::uint64_t marker, const std::set<XID>& clients, std::int64_t quiet_ms,
+                               std::int64_t idle_ms, std::int64_t deadline_us) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    const std::int64_t now = steady_us();
+    bool ready = markers_seen_ >= marker;
+    std::int64_t next_check_us = deadline_us;
+    if (ready) {
+      std::set<XID> all = all_receivers_;
+      for (XID c : clients) all.insert(c & base_mask_);
+      all.erase(own_base_ & base_mask_);
+      for (XID c : all) {
+        const bool fetched = fetch_seq_[c] > change_seq_;
+        const std::int64_t last = std::max(last_request_us_[c], change_us_);
+        const std::int64_t done_at = last + (fetched ? quiet_ms : idle_ms) * 1000;
+        if (done_at > now) {
+          ready = false;
+          next_check_us = std::min(next_check_us, done_at);
+        }
+      }
+    }
+    if (ready) return true;
+    if (now >= deadline_us || stopping_) return false;
+    cv_.wait_for(lock, std::chrono::microseconds(std::max<std::int64_t>(100, next_check_us - now)));
+  }
+}
+
+bool RecordWatch::wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t idle_ms,
+                       std::int64_t deadline_us, int* clients_out) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     const std::int64_t now = steady_us();
@@ -150,9 +198,10 @@ bool RecordWatch::wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t
     std::int64_t next_check_us = deadline_us;
     if (ready) {
       for (XID c : receivers_) {
-        // Without a change in this epoch the mapping in use is older than the epoch: quiet suffices.
-        if (change_seen_ && !fetched_.count(c)) { ready = false; break; }
-        const std::int64_t quiet_at = last_request_us_[c] + quiet_ms * 1000;
+        const bool answered = last_request_seq_[c] > last_delivery_seq_[c];
+        const std::int64_t quiet_at =
+            answered ? last_request_us_[c] + quiet_ms * 1000
+                     : std::max(last_request_us_[c], last_delivery_us_[c]) + idle_ms * 1000;
         if (quiet_at > now) {
           ready = false;
           next_check_us = std::min(next_check_us, quiet_at);

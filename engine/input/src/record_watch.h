@@ -35,11 +35,29 @@ class RecordWatch {
   // Starts a new epoch: forget receivers/fetches; fetches count only after our next keymap change
   // (X_ChangeKeyboardMapping from `own_base`) is seen in the stream.
   void begin_epoch();
-  // True once `marker` NoOps (XNoOp on the main connection, counted since start()) were seen,
-  // i.e. the stream has caught up with the caller's events, and every client that received our key events since begin_epoch() fetched the keymap
-  // after our change and was then quiet for `quiet_ms`. False at `deadline_us` (steady_us clock).
-  // `clients_out` receives how many receiving clients were waited for.
-  bool wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t deadline_us, int* clients_out);
+  // The fetch barrier, run after our keymap change and before the key events that need it. Tk
+  // decodes KeyPress when it moves X events to its Tcl queue, but refreshes Xlib's core keysym
+  // cache (used by input methods) only when it dispatches the MappingNotify from that queue; so key
+  // events that arrive in the same read as the MappingNotify are decoded with the old mapping.
+  // Dispatching it issues a keymap fetch (XkbGetMap / GetKeyboardMapping); GTK fetches on
+  // XkbMapNotify too. True once `marker` NoOps were seen and every client in `clients` and every
+  // client that ever received our key events fetched the keymap after our last change and was then
+  // quiet for `quiet_ms`, or was silent for `idle_ms` (a client that never fetches).
+  bool wait_fetched(std::uint64_t marker, const std::set<XID>& clients, std::int64_t quiet_ms,
+                    std::int64_t idle_ms, std::int64_t deadline_us);
+  // The client part of a resource id (window) of another client.
+  XID client_of(XID resource) const { return resource & base_mask_; }
+
+  // The decode barrier. True once `marker` NoOps (XNoOp on the main connection, counted since
+  // start()) were seen, i.e. the stream has caught up with the caller's events, and every client
+  // that was delivered our key events (core KeyPress/KeyRelease or XInput2 XI_KeyPress/Release,
+  // which GTK 3 uses) since begin_epoch() has shown that it worked through them: it issued a
+  // request after our last key event reached it (toolkits redraw only after they processed their
+  // queued input) and was then quiet for `quiet_ms`; a client that reacts with no request at all
+  // (xterm typing into a program that does not echo) passes after `idle_ms` of silence since the
+  // delivery. False at `deadline_us` (steady_us clock). `clients_out`: receivers waited for.
+  bool wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t idle_ms, std::int64_t deadline_us,
+            int* clients_out);
 
  private:
   RecordWatch() = default;
@@ -53,6 +71,7 @@ class RecordWatch {
   XID own_base_ = 0;
   XID base_mask_ = 0;
   int xkb_major_ = -1;
+  int xi_major_ = -1;
   int wake_fd_[2] = {-1, -1};
   std::thread thread_;
 
@@ -65,6 +84,15 @@ class RecordWatch {
   std::set<XID> receivers_;
   std::set<XID> fetched_;
   std::map<XID, std::int64_t> last_request_us_;
+  // Order of recorded items (server order): a request after a delivery has a larger sequence.
+  std::uint64_t seq_ = 0;
+  std::map<XID, std::uint64_t> last_request_seq_;
+  std::map<XID, std::uint64_t> last_delivery_seq_;
+  std::map<XID, std::int64_t> last_delivery_us_;
+  std::set<XID> all_receivers_;
+  std::uint64_t change_seq_ = 0;
+  std::int64_t change_us_ = 0;
+  std::map<XID, std::uint64_t> fetch_seq_;
 };
 
 }  // namespace evident::detail

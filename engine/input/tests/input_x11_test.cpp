@@ -16,6 +16,11 @@ namespace {
 using test::Child;
 using test::Xvfb;
 
+// Every script the requirement names, plus an AltGr-level keymap character (U+00A6).
+const std::string kUnicodeText =
+    "h\u00e9llo \u2014 \u4e16\u754c \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627 \u00a6";
+const std::string kEmoji = "\U0001F600\U0001F44D";
+
 const std::string kTkClient = std::string(EVIDENT_SOURCE_DIR) + "/engine/input/tests/tk_client.py";
 
 std::vector<unsigned long> full_keymap(::Display* d) {
@@ -87,8 +92,8 @@ std::string type_into_tk(Session& s, const std::string& text, Child& tk) {
   auto rep = s.input->type(*cps);
   EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().message);
   if (rep.ok()) {
-    std::fprintf(stderr, "typed %d chars, %d remapped, %d barriers, %d timeouts\n", rep->characters,
-                 rep->remapped, rep->barriers, rep->barrier_timeouts);
+    std::fprintf(stderr, "typed %d chars, %d remapped, %d fetch waits, %d barriers, %d timeouts\n", rep->characters,
+                 rep->remapped, rep->fetch_waits, rep->barriers, rep->barrier_timeouts);
   }
   tk.read_until([&](const std::string& b) { return last_value(b) == text; }, 5000);
   return last_value(tk.buffer);
@@ -107,14 +112,14 @@ TEST(InputX11, TkEntryReceivesAsciiAndShiftedExactlyAndKeymapIsUntouched) {
   EXPECT_TRUE(all_keys_up(s.dpy));
 }
 
-// KNOWN LIMITATION (docs/input.md): Tk (with input methods) decodes remapped non-Latin-1
-// keysyms only intermittently; disabled until the cause is found.
-TEST(InputX11, DISABLED_TkEntryReceivesUnicodeExactly) {
+// Latin-1 outside the keymap, a dash, CJK, Hebrew, Arabic, and U+00A6 (broken bar: level 4 of
+// keycode 94 on the us map, Shift+AltGr) arrive exactly in a Tk Entry.
+TEST(InputX11, TkEntryReceivesUnicodeExactly) {
   Session s;
   ASSERT_TRUE(s.input);
   const auto before = full_keymap(s.dpy);
   Child tk = start_tk();
-  const std::string uni = "h\u00e9llo \u2014 \u4e16\u754c \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627";
+  const std::string uni = kUnicodeText;
   EXPECT_EQ(type_into_tk(s, uni, tk), uni);
   ASSERT_TRUE(s.input->release_all_checked().ok());
   EXPECT_EQ(full_keymap(s.dpy), before);
@@ -137,20 +142,31 @@ TEST(InputX11, RemappedKeymapIsRestoredAndVerified) {
   EXPECT_TRUE(all_keys_up(s.dpy));
 }
 
-// KNOWN LIMITATION (docs/input.md): Tk decodes the second epoch with the first epoch's keysyms even
-// though the barrier saw its keymap fetch and quiet; disabled until the barrier is fixed.
-TEST(InputX11, DISABLED_MoreDistinctCharactersThanSpareKeycodesPassTheBarrierExactly) {
+// More distinct characters than one chunk (2 per spare keycode) reuse keycodes after the decode
+// barrier, and Tk still decodes every chunk with its own mapping.
+TEST(InputX11, MoreDistinctCharactersThanSpareKeycodesPassTheBarrierExactly) {
   Session s;
   ASSERT_TRUE(s.input);
   Child tk = start_tk();
-  // 60 distinct CJK characters: more than the spare keycodes of Xvfb's default map (19), so
-  // keycodes are reused after the RECORD barrier.
+  // 100 distinct CJK characters: more than two per spare keycode of Xvfb's default map (2 x 19),
+  // so keycodes are reused after the RECORD barrier.
   std::string text;
-  for (char32_t cp = 0x4E00; cp < 0x4E00 + 60; ++cp) {
+  for (char32_t cp = 0x4E00; cp < 0x4E00 + 100; ++cp) {
     text += static_cast<char>(0xE0 | (cp >> 12));
     text += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
     text += static_cast<char>(0x80 | (cp & 0x3F));
   }
+  EXPECT_EQ(type_into_tk(s, text, tk), text);
+  ASSERT_TRUE(s.input->release_all_checked().ok());
+  EXPECT_TRUE(all_keys_up(s.dpy));
+}
+
+// Emoji (beyond the BMP) typed into Tk 8.6: what the Entry holds is read back and must be exact.
+TEST(InputX11, TkEntryReceivesEmojiExactly) {
+  Session s;
+  ASSERT_TRUE(s.input);
+  Child tk = start_tk();
+  const std::string text = "a" + kEmoji + "b";
   EXPECT_EQ(type_into_tk(s, text, tk), text);
   ASSERT_TRUE(s.input->release_all_checked().ok());
   EXPECT_TRUE(all_keys_up(s.dpy));
@@ -169,7 +185,7 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   while (access(ready.c_str(), F_OK) != 0 && test::now_ms() < deadline) poll(nullptr, 0, 10);
   ASSERT_EQ(access(ready.c_str(), F_OK), 0);
   ASSERT_TRUE(s.input->move(100, 50).ok());  // focus follows the pointer without a window manager
-  const std::string text = "h\u00e9llo \u2014 \u4e16\u754c\tA\n";
+  const std::string text = kUnicodeText + kEmoji + "\tA\n";
   auto cps = decode_utf8(text);
   ASSERT_TRUE(s.input->type(*cps).ok());
   ASSERT_TRUE(s.input->release_all_checked().ok());
@@ -182,9 +198,9 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   EXPECT_EQ(got, text);
 }
 
-// KNOWN LIMITATION (docs/input.md): GTK (zenity) receives the keymap characters but drops the
-// remapped ones; disabled until the cause is found.
-TEST(InputX11, DISABLED_ZenityGtkEntryReceivesUnicodeExactly) {
+// GTK 3 (zenity --entry, keys arrive as XInput2 events) receives every script and emoji exactly,
+// and the keymap restore right after Return does not change what it decoded.
+TEST(InputX11, ZenityGtkEntryReceivesUnicodeExactly) {
   Session s;
   ASSERT_TRUE(s.input);
   Child z = test::spawn({"zenity", "--entry", "--title", "evident-zenity", "--text", "t"}, true);
@@ -198,7 +214,8 @@ TEST(InputX11, DISABLED_ZenityGtkEntryReceivesUnicodeExactly) {
   XTranslateCoordinates(probe, w, DefaultRootWindow(probe), a.width / 2, a.height / 2, &rx, &ry, &child);
   XCloseDisplay(probe);
   ASSERT_TRUE(s.input->move(rx, ry).ok());
-  const std::string text = "h\u00e9llo \u2014 \u4e16\u754c \u05e9\u05dc\u05d5\u05dd";
+  const auto before = full_keymap(s.dpy);
+  const std::string text = kUnicodeText + " " + kEmoji;
   auto cps = decode_utf8(text);
   // GTK maps its window and only then focuses the entry: type once the pointer is in and GTK
   // reported its focus (the window exists and is viewable; GTK takes focus on EnterNotify).
@@ -210,6 +227,8 @@ TEST(InputX11, DISABLED_ZenityGtkEntryReceivesUnicodeExactly) {
   z.read_until([](const std::string& b) { return b.find('\n') != std::string::npos; }, 10000);
   std::string line = z.buffer.substr(0, z.buffer.find('\n'));
   EXPECT_EQ(line, text);
+  EXPECT_EQ(full_keymap(s.dpy), before);
+  EXPECT_TRUE(all_keys_up(s.dpy));
 }
 
 }  // namespace

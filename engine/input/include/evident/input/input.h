@@ -31,6 +31,9 @@ struct InputOptions {
   // Keymap barrier: how long a receiving client must be quiet after fetching the keymap, and the
   // bound after which typing goes on anyway (reported in the type detail).
   std::int64_t barrier_quiet_ms = 15;
+  // A receiving client that issued no request at all after our key events reached it is taken
+  // as done after this much silence.
+  std::int64_t barrier_idle_ms = 100;
   std::int64_t barrier_timeout_ms = 2000;
 };
 
@@ -38,7 +41,8 @@ struct InputOptions {
 struct TypeReport {
   int characters = 0;      // code points typed
   int remapped = 0;        // characters sent through spare keycodes
-  int barriers = 0;        // keymap barriers passed
+  int barriers = 0;        // keymap (decode) barriers passed
+  int fetch_waits = 0;     // waits for receivers to fetch a changed keymap before typing
   int barrier_timeouts = 0;  // barriers that hit their bound without full evidence
 };
 
@@ -94,6 +98,9 @@ class InputDevice {
   void fake_motion(int x, int y);
   Status barrier(TypeReport* report);
   void start_watch();
+  void send_remaps(const std::vector<unsigned>& keycodes);
+  std::set<unsigned long> focus_windows();
+  Status await_fetch(TypeReport* report);
   struct Stroke {
     unsigned keycode;
     unsigned mods;  // real modifier mask the level needs
