@@ -7,9 +7,13 @@
 
 #include <libdeflate.h>
 #include <zlib.h>
+#ifdef EVIDENT_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +53,10 @@ struct Deflater {
   int level = -1;
   std::vector<std::uint8_t> filtered;
   std::vector<std::uint8_t> row_a, row_b;
+#ifdef EVIDENT_HAVE_ISAL
+  std::unique_ptr<isal_zstream> isal;  // large (holds its history buffer): on the heap
+  std::vector<std::uint8_t> isal_level_buf;
+#endif
 
   ~Deflater() {
     if (level >= 0) deflateEnd(&strm);
@@ -65,6 +73,58 @@ struct Deflater {
     return true;
   }
 };
+
+// Raw deflate of `in` appended to `out` (after `prefix` bytes already there). Non-last bands end
+// with a sync flush (an empty stored block: byte aligned, not final) so the next band's blocks
+// can follow directly; the last band ends the stream.
+bool deflate_zlib(Deflater& d, int level, bool last, std::string& out, std::size_t prefix) {
+  if (!d.prepare(level)) return false;
+  std::size_t bound = deflateBound(&d.strm, d.filtered.size()) + 64;
+  out.resize(prefix + bound);
+  d.strm.next_in = d.filtered.data();
+  d.strm.avail_in = static_cast<uInt>(d.filtered.size());
+  d.strm.next_out = reinterpret_cast<Bytef*>(out.data() + prefix);
+  d.strm.avail_out = static_cast<uInt>(bound);
+  int rc = deflate(&d.strm, last ? Z_FINISH : Z_SYNC_FLUSH);
+  if (last ? rc != Z_STREAM_END : (rc != Z_OK || d.strm.avail_out == 0)) return false;
+  if (d.strm.avail_in != 0) return false;
+  out.resize(prefix + (bound - d.strm.avail_out));
+  return true;
+}
+
+#ifdef EVIDENT_HAVE_ISAL
+bool deflate_isal(Deflater& d, int level, bool last, std::string& out, std::size_t prefix) {
+  static const std::size_t kLevelBuf[4] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
+                                           ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
+  if (!d.isal) d.isal = std::make_unique<isal_zstream>();
+  if (d.isal_level_buf.size() < kLevelBuf[level]) d.isal_level_buf.resize(kLevelBuf[level]);
+  isal_zstream& s = *d.isal;
+  isal_deflate_init(&s);
+  s.level = static_cast<std::uint32_t>(level);
+  s.level_buf = d.isal_level_buf.empty() ? nullptr : d.isal_level_buf.data();
+  s.level_buf_size = static_cast<std::uint32_t>(kLevelBuf[level]);
+  s.end_of_stream = last ? 1 : 0;
+  s.flush = last ? NO_FLUSH : SYNC_FLUSH;
+  s.next_in = d.filtered.data();
+  s.avail_in = static_cast<std::uint32_t>(d.filtered.size());
+  std::size_t cap = d.filtered.size() + d.filtered.size() / 8 + 4096;
+  std::size_t done = 0;
+  for (;;) {
+    out.resize(prefix + cap);
+    s.next_out = reinterpret_cast<std::uint8_t*>(out.data() + prefix + done);
+    s.avail_out = static_cast<std::uint32_t>(cap - done);
+    if (isal_deflate(&s) != COMP_OK) return false;
+    done = cap - s.avail_out;
+    // Output space left over means everything, flush or final block included, was written.
+    if (s.avail_out > 0) break;
+    cap *= 2;
+  }
+  if (s.avail_in != 0) return false;
+  if (last && s.internal_state.state != ZSTATE_END) return false;
+  out.resize(prefix + done);
+  return true;
+}
+#endif
 
 Deflater& thread_deflater() {
   thread_local Deflater d;
@@ -106,7 +166,6 @@ std::uint16_t zlib_header(int level) {
 void encode_band(int index, int bands, int width, int height, const RowSource& rows,
                  const PngOptions& options, Band& band) {
   Deflater& d = thread_deflater();
-  if (!d.prepare(options.level)) return;
   const int row_bytes = width * 3;
   const int y0 = index * options.band_rows;
   const int y1 = std::min(height, y0 + options.band_rows);
@@ -130,24 +189,25 @@ void encode_band(int index, int bands, int width, int height, const RowSource& r
   band.adler = libdeflate_adler32(1, d.filtered.data(), d.filtered.size());
 
   const bool last = index == bands - 1;
-  std::size_t bound = deflateBound(&d.strm, d.filtered.size()) + 64;
   std::size_t prefix = index == 0 ? 2 : 0;
-  band.data.resize(prefix + bound);
+  band.data.clear();
   if (index == 0) {
     std::uint16_t h = zlib_header(options.level);
-    band.data[0] = static_cast<char>(h >> 8);
-    band.data[1] = static_cast<char>(h & 0xff);
+    band.data.push_back(static_cast<char>(h >> 8));
+    band.data.push_back(static_cast<char>(h & 0xff));
   }
-  d.strm.next_in = d.filtered.data();
-  d.strm.avail_in = static_cast<uInt>(d.filtered.size());
-  d.strm.next_out = reinterpret_cast<Bytef*>(band.data.data() + prefix);
-  d.strm.avail_out = static_cast<uInt>(bound);
-  // A sync flush ends the band with an empty stored block, on a byte boundary and not final, so
-  // the next band's blocks can follow directly; only the last band finishes the stream.
-  int rc = deflate(&d.strm, last ? Z_FINISH : Z_SYNC_FLUSH);
-  if (last ? rc != Z_STREAM_END : (rc != Z_OK || d.strm.avail_out == 0)) return;
-  if (d.strm.avail_in != 0) return;
-  band.data.resize(prefix + (bound - d.strm.avail_out));
+  bool ok = false;
+#ifdef EVIDENT_HAVE_ISAL
+  if (options.deflater == PngDeflater::kIsal) {
+    ok = deflate_isal(d, options.level, last, band.data, prefix);
+  } else {
+    ok = deflate_zlib(d, options.level, last, band.data, prefix);
+  }
+#else
+  // Built without ISA-L: kIsal is served by zlib at the same level.
+  ok = deflate_zlib(d, options.level, last, band.data, prefix);
+#endif
+  if (!ok) return;
   band.crc = idat_crc(band.data);
   band.ok = true;
 }
@@ -163,6 +223,9 @@ Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
   }
   if (options.band_rows <= 0) return encode_error("band_rows must be positive");
   if (options.level < 0 || options.level > 9) return encode_error("level must be 0..9");
+  if (options.deflater == PngDeflater::kIsal && options.level > 3) {
+    return encode_error("level must be 0..3 with the ISA-L deflater");
+  }
 
   const int bands = (height + options.band_rows - 1) / options.band_rows;
   std::vector<Band> local;

@@ -39,6 +39,13 @@ std::vector<std::uint8_t> libpng_decode(const std::string& png, int* w, int* h) 
   return out;
 }
 
+std::string first_difference(const std::string& x, const std::string& y) {
+  std::size_t i = 0;
+  while (i < x.size() && i < y.size() && x[i] == y[i]) ++i;
+  return "sizes " + std::to_string(x.size()) + "/" + std::to_string(y.size()) +
+         ", first difference at byte " + std::to_string(i);
+}
+
 void expect_roundtrip(const RawImage& im, const PngOptions& o) {
   auto frame = encode_png(im, o);
   ASSERT_TRUE(frame.ok()) << frame.error().message;
@@ -56,18 +63,36 @@ TEST(PngEncoder, RoundTripsThroughLibpngForEveryFilterLevelAndBand) {
   RawImage im = random_image(37, 29, 1);
   // Mix in flat areas so matches (not only literals) occur.
   for (std::size_t i = 0; i < im.rgb.size() / 2; ++i) im.rgb[i] = 7;
-  for (auto filter : {PngFilter::kNone, PngFilter::kSub, PngFilter::kUp}) {
-    for (int level : {0, 1, 6, 9}) {
-      for (int band_rows : {1, 4, 29, 64}) {
-        PngOptions o;
-        o.filter = filter;
-        o.level = level;
-        o.band_rows = band_rows;
-        SCOPED_TRACE(::testing::Message() << "filter " << static_cast<int>(filter) << " level "
-                                        << level << " band_rows " << band_rows);
-        expect_roundtrip(im, o);
+  for (auto deflater : {PngDeflater::kIsal, PngDeflater::kZlib}) {
+    for (auto filter : {PngFilter::kNone, PngFilter::kSub, PngFilter::kUp}) {
+      for (int level : {0, 1, 2, 3, 6, 9}) {
+        if (deflater == PngDeflater::kIsal && level > 3) continue;
+        for (int band_rows : {1, 4, 29, 64}) {
+          PngOptions o;
+          o.deflater = deflater;
+          o.filter = filter;
+          o.level = level;
+          o.band_rows = band_rows;
+          SCOPED_TRACE(::testing::Message()
+                       << "deflater " << static_cast<int>(deflater) << " filter "
+                       << static_cast<int>(filter) << " level " << level << " band_rows "
+                       << band_rows);
+          expect_roundtrip(im, o);
+        }
       }
     }
+  }
+}
+
+TEST(PngEncoder, LargeAndIncompressibleBandsRoundTrip) {
+  RawImage noise = random_image(1500, 300, 4);  // output larger than input: buffer growth
+  RawImage screen = synthetic::screenshot_like(1920, 1080);
+  for (auto deflater : {PngDeflater::kIsal, PngDeflater::kZlib}) {
+    PngOptions o;
+    o.deflater = deflater;
+    expect_roundtrip(noise, o);
+    o.band_rows = 1080;  // one band: the whole frame in one deflate call
+    expect_roundtrip(screen, o);
   }
 }
 
@@ -99,8 +124,8 @@ TEST(PngEncoder, SamePixelsSameBytesWhateverTheThreads) {
   auto b = encode_png(im, pooled);
   auto c = encode_png(im, single);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
-  EXPECT_EQ(a->bytes, b->bytes);
-  EXPECT_EQ(a->bytes, c->bytes);
+  EXPECT_EQ(a->sha256, b->sha256) << first_difference(a->bytes, b->bytes);
+  EXPECT_EQ(a->sha256, c->sha256) << first_difference(a->bytes, c->bytes);
   // Concurrent encodes (several sessions) share the pool and still agree.
   std::vector<std::string> outs(4);
   std::vector<std::thread> threads;
@@ -108,7 +133,7 @@ TEST(PngEncoder, SamePixelsSameBytesWhateverTheThreads) {
     threads.emplace_back([&, i] { outs[i] = encode_png(im)->bytes; });
   }
   for (auto& t : threads) t.join();
-  for (const auto& o : outs) EXPECT_EQ(o, a->bytes);
+  for (const auto& o : outs) EXPECT_TRUE(o == a->bytes) << first_difference(o, a->bytes);
   // A different band split is a different (still valid) encoding of the same pixels.
   PngOptions other;
   other.band_rows = 16;
@@ -136,6 +161,10 @@ TEST(PngEncoder, RefusesBadInput) {
   EXPECT_EQ(encode_png(ok, o).error().code, "png-encode-failed");
   o.band_rows = 8;
   o.level = 10;
+  EXPECT_EQ(encode_png(ok, o).error().code, "png-encode-failed");
+  o.level = 4;
+  EXPECT_TRUE(encode_png(ok, o).ok());
+  o.deflater = PngDeflater::kIsal;  // ISA-L has levels 0..3
   EXPECT_EQ(encode_png(ok, o).error().code, "png-encode-failed");
 }
 

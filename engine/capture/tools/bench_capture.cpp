@@ -246,18 +246,22 @@ int main(int argc, char** argv) {
 
   if (matrix) {
     evident::Json rows = evident::Json::array();
+    for (auto deflater : {evident::PngDeflater::kIsal, evident::PngDeflater::kZlib})
     for (auto filter : {evident::PngFilter::kNone, evident::PngFilter::kSub, evident::PngFilter::kUp}) {
       for (int level : {1, 2, 3, 6}) {
+        if (deflater == evident::PngDeflater::kIsal && level > 3) continue;
         for (int band_rows : {16, 32, 64, 128}) {
           for (int threads : {1, 0}) {
             evident::PngOptions o;
+            o.deflater = deflater;
             o.filter = filter;
             o.level = level;
             o.band_rows = band_rows;
             o.threads = threads;
             evident::PngFrame f;
             std::int64_t us = median_us(std::max(3, runs / 3), [&] { f = *evident::encode_png(image, o); });
-            rows.push_back({{"filter", filter_name(filter)}, {"level", level},
+            rows.push_back({{"deflater", deflater == evident::PngDeflater::kIsal ? "isal" : "zlib"},
+                            {"filter", filter_name(filter)}, {"level", level},
                             {"band_rows", band_rows}, {"threads", threads == 1 ? 1 : 0},
                             {"encode_us_median", us}, {"encode_cpu_us_median", g_last_cpu_median},
                             {"png_bytes", f.bytes.size()}});

@@ -33,12 +33,22 @@ Result<PngFrame> encode_png(const RawImage& image);
 // PNG scanline filter applied to every row (one fixed choice keeps the output deterministic).
 enum class PngFilter { kNone, kSub, kUp };
 
-// Encoder knobs (docs/capture.md has the measurements behind the defaults). The bytes depend
-// on band_rows, level and filter only, never on `threads`.
+// The deflate implementation behind the PNG bands.
+enum class PngDeflater {
+  kZlib,  // zlib (levels 0..9): deterministic, the default
+  // ISA-L igzip (levels 0..3), ~6x faster than zlib level 1, zlib if built without it.
+  // EXPERIMENTAL: rare run-to-run differences in the encoded bytes (never in the pixels) were
+  // observed under concurrency and are not explained yet (docs/capture.md); not for frames.
+  kIsal,
+};
+
+// Encoder knobs (docs/capture.md has the measurements behind the defaults). With kZlib the
+// bytes depend on band_rows, level and filter only, never on `threads`.
 struct PngOptions {
   int band_rows = 32;                  // rows per independently deflated band (1..height)
-  int level = 1;                       // zlib level 1..9
+  int level = 1;                       // 0..9 for kZlib, 0..3 for kIsal
   PngFilter filter = PngFilter::kSub;
+  PngDeflater deflater = PngDeflater::kZlib;
   int threads = 0;                     // 0: the shared pool; 1: the calling thread only
 };
 
