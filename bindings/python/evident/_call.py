@@ -64,6 +64,9 @@ def run_interruptible(fn: Callable[[str], str], text: str,
     pending = PendingCall()
 
     def worker() -> None:
+        # Tracked from inside the worker, so a call is "in flight" exactly while it can run.
+        if track is not None:
+            track(pending, True)
         try:
             pending.result = fn(text)
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller
@@ -74,10 +77,9 @@ def run_interruptible(fn: Callable[[str], str], text: str,
                 track(pending, False)
 
     t = threading.Thread(target=worker, name="evident-call", daemon=True)
-    if track is not None:
-        track(pending, True)
-    t.start()
     try:
+        # start() is inside the try: Ctrl-C can land while it waits for the thread to run.
+        t.start()
         while not pending.done.wait(_SLICE_S):
             pass
     except KeyboardInterrupt:
