@@ -1,1 +1,101 @@
+// In-process Engine tests against real Xvfb: the op table answers with the contract's shapes,
+// refuses bad envelopes with stable codes, serves concurrent callers, and shutdown cleans up.
 #include <gtest/gtest.h>
+
+#include <future>
+
+#include "../../display/tests/test_util.h"
+#include "evident/display/display.h"
+#include "evident/service/engine.h"
+
+namespace evident {
+namespace {
+
+using testing::pid_running;
+using testing::run;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::make_temp_dir();
+    EngineOptions o;
+    o.state_dir = dir_ + "/state";
+    o.runtime_dir = dir_ + "/rt";
+    engine_ = std::make_unique<Engine>(o);
+    actor_.kind = Actor::Kind::kInProcess;
+    actor_.uid = ::geteuid();
+    actor_.pid = ::getpid();
+  }
+  void TearDown() override {
+    engine_.reset();
+    run("rm -rf " + dir_);
+  }
+  Json call(const std::string& text) { return engine_->call(actor_, std::string_view(text)); }
+  std::string dir_;
+  std::unique_ptr<Engine> engine_;
+  Actor actor_;
+};
+
+TEST(ActorTest, JsonShapes) {
+  Actor a{Actor::Kind::kLocalUser, 1000, 0};
+  EXPECT_EQ(a.to_json(), Json::parse(R"({"kind":"local_user","uid":1000})"));
+  Actor b{Actor::Kind::kInProcess, 0, 42};
+  EXPECT_EQ(b.to_json(), Json::parse(R"({"kind":"in_process","uid":0,"pid":42})"));
+  EXPECT_EQ(error_response(make_error("x-y", "m", true)),
+            Json::parse(R"({"ok":false,"error":{"code":"x-y","message":"m","retryable":true}})"));
+}
+
+// Proves: the display ops through Engine::call produce the contract's results, concurrently.
+TEST_F(EngineTest, DisplayOpsThroughCall) {
+  Json ping = call(R"({"op":"ping"})");
+  EXPECT_EQ(ping["ok"], true);
+  EXPECT_EQ(ping["pid"], ::getpid());
+
+  std::vector<std::future<Json>> creates;
+  for (int i = 0; i < 3; ++i) {
+    creates.push_back(std::async(std::launch::async, [&] {
+      return call(R"({"op":"display.create","args":{"width":320,"height":240}})");
+    }));
+  }
+  std::vector<Json> displays;
+  for (auto& f : creates) {
+    Json r = f.get();
+    ASSERT_EQ(r["ok"], true) << r.dump();
+    displays.push_back(r["display"]);
+  }
+  EXPECT_EQ(call(R"({"op":"display.list","args":{}})")["displays"].size(), 3u);
+
+  const Json& d = displays[0];
+  Json args{{"display_id", d["id"]}, {"generation", d["generation"]}, {"out", dir_ + "/s.png"}};
+  Json shot = engine_->call(actor_, Json{{"op", "display.screenshot"}, {"args", args}});
+  ASSERT_EQ(shot["ok"], true) << shot.dump();
+  EXPECT_EQ(shot["png"]["width"], 320);
+  EXPECT_EQ(shot["png"]["height"], 240);
+  auto sum = run("sha256sum " + dir_ + "/s.png");
+  EXPECT_EQ(sum.out.substr(0, 64), shot["png"]["sha256"].get<std::string>());
+
+  Json bad = call(R"({"op":"display.destroy","args":{"display_id":)" + d["id"].dump() +
+                  R"(,"generation":"gen-00000000000000000000000000000000"}})");
+  EXPECT_EQ(bad["error"]["code"], "display-generation-mismatch");
+  EXPECT_EQ(call(R"({"op":"display.list","args":{}})")["displays"].size(), 3u);
+
+  // Shutdown destroys everything, and later calls are refused.
+  std::vector<pid_t> xvfbs;
+  for (const auto& info : engine_->displays().list()) xvfbs.push_back(info.xvfb_pid);
+  engine_->shutdown();
+  for (pid_t p : xvfbs) EXPECT_FALSE(pid_running(p));
+  EXPECT_EQ(call(R"({"op":"display.list","args":{}})")["error"]["code"], "engine-shutting-down");
+}
+
+TEST_F(EngineTest, EnvelopeErrors) {
+  EXPECT_EQ(call("{")["error"]["code"], "request-json");
+  EXPECT_EQ(call(R"({"op":"x","op":"y"})")["error"]["code"], "request-json");
+  EXPECT_EQ(call(R"({"op":"x"})")["error"]["code"], "request-unknown-op");
+  EXPECT_EQ(call(R"({"op":"ping","args":5})")["error"]["code"], "request-args");
+  EXPECT_EQ(call(std::string(Engine::kMaxRequestBytes + 1, ' '))["error"]["code"],
+            "request-too-large");
+  EXPECT_EQ(engine_->call(actor_, Json::array())["error"]["code"], "request-args");
+}
+
+}  // namespace
+}  // namespace evident
