@@ -77,8 +77,11 @@ class Capturer {
   virtual Result<RawImage> grab() = 0;
   // A rectangle, already clamped by the caller. "capture-failed".
   virtual Result<RawImage> grab_region(int x, int y, int width, int height) = 0;
-  // grab() + encode_png().
+  // grab() + encode_png() in one pass (default PngOptions); bands whose rows did not change since
+  // this capturer's previous frame are reused (same bytes as a fresh encode).
+  // "capture-failed", "png-encode-failed".
   virtual Result<PngFrame> capture_png() = 0;
+  // True when frames come through MIT-SHM; false for the GetImage fallback.
   virtual bool using_shm() const = 0;
 };
 
