@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,6 +199,59 @@ TEST_F(SessionCli, FullSessionThroughDaemonAndCliLeaksNoTypedText) {
   // The evidence outlives the daemon.
   EXPECT_TRUE(fs::exists(receipt));
   EXPECT_TRUE(fs::exists(o["frame"]["path"].get<std::string>()));
+}
+
+// A caller that disconnects right after sending a batch does not cancel it: the held key and
+// the click still complete and are released (the app logs the releases), the batch is accepted
+// (sequence 1), and the daemon keeps serving the session.
+TEST_F(SessionCli, DisconnectedCallerDoesNotCancelInputInFlight) {
+  Json d = cli("display create --width 640 --height 480");
+  ASSERT_EQ(code_of(d), "ok") << d.dump();
+  std::string events = root_ + "/app-events.jsonl";
+  Json a = cli("app launch " + std::to_string(d["display"]["id"].get<int>()) + " " +
+               d["display"]["generation"].get<std::string>() + " --wait-window-ms 10000 -- " +
+               shell_quote(std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app") +
+               " --events " + shell_quote(events));
+  ASSERT_EQ(code_of(a), "ok") << a.dump();
+  Json b = session(Json{{"op", "begin"}, {"display_id", d["display"]["id"]},
+                        {"generation", d["display"]["generation"]}, {"app_id", a["app"]["app_id"]},
+                        {"attempt_id", "disconnect"}, {"job_sha256", std::string(64, 'e')}});
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+
+  Json batch{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+             {"actions", Json::array({Json{{"type", "hold_key"}, {"key", "shift"}, {"ms", 600}},
+                                      Json{{"type", "click"}, {"x", 245}, {"y", 105}}})}};
+  std::string envelope = Json{{"op", "session"}, {"args", {{"request", batch.dump()}}}}.dump();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_.c_str());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::write(fd, envelope.data(), envelope.size()), static_cast<ssize_t>(envelope.size()));
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);  // gone before any answer
+
+  testing::EventLog log(events);
+  ASSERT_TRUE(log.wait_for([](const std::vector<Json>& ev) {
+    bool key_up = false, button_up = false;
+    for (const auto& e : ev) {
+      key_up = key_up || (e["type"] == "key_release" && e["keysym_name"] == "Shift_L");
+      button_up = button_up || e["type"] == "button_release";
+    }
+    return key_up && button_up;
+  }, 15000)) << "the in-flight batch was cancelled";
+  // The batch finished and was accepted; the next request may briefly see session-busy
+  // (retryable) while the last frame is written.
+  Json next;
+  for (int i = 0; i < 200; ++i) {
+    next = session(Json{{"op", "freeze"}, {"session_id", sid}, {"sequence", 1}});
+    if (code_of(next) != "session-busy") break;
+  }
+  ASSERT_EQ(code_of(next), "ok") << next.dump();
+  EXPECT_EQ(next["action_count"], 2);
+  EXPECT_EQ(next["sequence"], 2);
 }
 
 }  // namespace
