@@ -12,4 +12,4 @@ done
 if [ "${#paths[@]}" -eq 0 ]; then
   echo "no Python tests yet"; exit 0
 fi
-exec /usr/bin/python3 -m pytest -p evident.pytest_plugin -q "${paths[@]}" "$@"
+exec /usr/bin/python3 -m pytest -p no:evident -p evident.pytest_plugin -q "${paths[@]}" "$@"
