@@ -353,8 +353,13 @@ Status DisplayManager::make_ready(OwnedDisplay& d) {
 
   auto capturer = Capturer::create(dpy);
   if (!capturer.ok()) return capturer.error();
-  auto frame = (*capturer)->capture_png();
+  // The first frame proves the capture path works end to end; encoding it to PNG would prove
+  // nothing more about the display and costs most of the start-up budget.
+  auto frame = (*capturer)->grab();
   if (!frame.ok()) return frame.error();
+  if (frame->width != d.info_.width || frame->height != d.info_.height) {
+    return make_error("display-not-ready", "the first frame has the wrong size");
+  }
   auto watcher = ChangeWatcher::create(dpy);
   if (!watcher.ok()) return watcher.error();
   d.capturer_ = std::move(*capturer);
