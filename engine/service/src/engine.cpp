@@ -306,6 +306,9 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->options.runtime_dir = default_runtime_dir() + "/engine-" +
                                  std::to_string(::getpid()) + "-" + random_hex(4);
     impl_->runtime_dir_owned = true;
+    // Create the per-user parent 0700 ourselves: created implicitly as a parent it would get
+    // the umask's mode, and the daemon refuses a socket directory that is not 0700.
+    (void)make_private_dir(default_runtime_dir());
   }
   if (!impl_->options.clock) impl_->options.clock = &SystemClock::instance();
   DisplayManagerOptions dm;
