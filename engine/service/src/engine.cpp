@@ -1,6 +1,10 @@
 #include "evident/service/engine.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
 
 #include <atomic>
 #include <climits>
@@ -44,6 +48,27 @@ Result<int> display_id_arg(const JsonFields& f) {
 // Generations are checked by the manager (malformed → display-generation-mismatch); here only
 // the JSON type and a size bound.
 Result<std::string> generation_arg(const JsonFields& f) { return f.string("generation", 0, 256); }
+
+// Scratch of engines whose process is gone (a SIGKILLed daemon cannot clean up after itself):
+// only our own "engine-<pid>-<hex>" dirs, and only when that pid no longer exists (a reused pid
+// just keeps the dir).
+void remove_stale_engine_dirs(const std::string& runtime_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(runtime_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("engine-", 0) != 0 || !entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+    const std::string rest = name.substr(7);
+    const auto dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 || dash > 9) continue;
+    bool digits = true;
+    for (std::size_t i = 0; i < dash; ++i) digits = digits && rest[i] >= '0' && rest[i] <= '9';
+    if (!digits || !is_lower_hex(rest.substr(dash + 1), rest.size() - dash - 1)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      (void)remove_tree(entry.path().string());
+    }
+  }
+}
 
 }  // namespace
 
@@ -309,6 +334,7 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
     // Create the per-user parent 0700 ourselves: created implicitly as a parent it would get
     // the umask's mode, and the daemon refuses a socket directory that is not 0700.
     (void)make_private_dir(default_runtime_dir());
+    remove_stale_engine_dirs(default_runtime_dir());
   }
   if (!impl_->options.clock) impl_->options.clock = &SystemClock::instance();
   DisplayManagerOptions dm;
