@@ -179,7 +179,7 @@ Json SessionManager::handle(const Json& actor, std::string_view raw_request) {
     if (!req) return error_json(req.error());
     return dispatch(actor, *req);
   } catch (const std::exception&) {
-    return error_json(make_error("internal-error", "unexpected internal error in the session layer"));
+    return error_json(make_error("internal", "unexpected internal error in the session layer"));
   }
 }
 
