@@ -102,7 +102,7 @@ def mode_type(engine, args):
             d.actions([{"type": "key", "key": "Return"}], observe="none")
             return lines.next(5, "the read-back")["value"]
         read_back()  # probe: focus, keys and read-back work
-        samples, exact, wrong, statuses = [], 0, [], {}
+        samples, exact, wrong, statuses, pattern = [], 0, [], {}, []
         for _ in range(args.runs):
             t0 = time.perf_counter_ns()
             r = d.actions([{"type": "type", "text": args.text}], observe="none")
@@ -113,6 +113,7 @@ def mode_type(engine, args):
                 got = read_back()
             except bench.BenchError as e:
                 got = "<%s>" % e
+            pattern.append("1" if got == args.text else "0")
             if got == args.text:
                 exact += 1
             elif len(wrong) < 2:
@@ -122,7 +123,7 @@ def mode_type(engine, args):
         os.close(fd)
         d.destroy()
     return {"median_us": bench.median_us(samples), "runs": args.runs, "exact": exact,
-            "statuses": statuses,
+            "statuses": statuses, "exact_by_run": "".join(pattern),
             "check": {"ok": exact == args.runs, "detail": "%d/%d exact in %s%s" % (
                 exact, args.runs, args.receiver, (" (got e.g. %r)" % wrong) if wrong else "")}}
 
