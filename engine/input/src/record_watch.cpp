@@ -39,6 +39,7 @@ std::unique_ptr<RecordWatch> RecordWatch::start(const std::function<::Display*()
   range->delivered_events.first = KeyPress;
   // Up to GenericEvent: GTK 3 receives keys as XInput2 events (filtered in handle()).
   range->delivered_events.last = GenericEvent;
+  range->client_died = True;  // a receiver that quit must not be waited for
   XRecordClientSpec clients = XRecordAllClients;
   w->context_ = XRecordCreateContext(w->ctrl_, 0, &clients, 1, &range, 1);
   XFree(range);
@@ -107,6 +108,7 @@ void RecordWatch::on_data(XPointer closure, XRecordInterceptData* raw) {
     self->started_ = true;
     self->cv_.notify_all();
   }
+  if (d->category == XRecordClientDied) self->forget(d->id_base);
   if (d->data && d->data_len > 0) self->handle(d->data, d->data_len, d->category, d->id_base);
   XRecordFreeData(d);
 }
@@ -151,6 +153,14 @@ void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int 
       cv_.notify_all();
     }
   }
+}
+
+void RecordWatch::forget(XID base) {
+  const XID client = base & base_mask_;
+  std::lock_guard<std::mutex> lock(mu_);
+  receivers_.erase(client);
+  all_receivers_.erase(client);
+  cv_.notify_all();
 }
 
 void RecordWatch::begin_epoch() {

@@ -64,6 +64,7 @@ class RecordWatch {
   static void on_data(XPointer closure, XRecordInterceptData* data);
   void handle(const unsigned char* data, unsigned long len4, int category, XID base);
   void pump();
+  void forget(XID base);
 
   ::Display* ctrl_ = nullptr;
   ::Display* data_ = nullptr;

@@ -179,7 +179,7 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   const std::string ready = s.xvfb.dir() + "/xterm.ready";
   setenv("LC_ALL", "C.UTF-8", 1);
   Child xt = test::spawn({"xterm", "-u8", "-T", "evident-xterm", "-geometry", "80x10+0+0", "-e", "/bin/sh", "-c",
-                          "stty -icanon -echo; : > '" + ready + "'; exec cat > '" + out + "'"},
+                          "stty -icanon; : > '" + ready + "'; exec cat > '" + out + "'"},
                          false);
   const auto deadline = test::now_ms() + 15000;
   while (access(ready.c_str(), F_OK) != 0 && test::now_ms() < deadline) poll(nullptr, 0, 10);
