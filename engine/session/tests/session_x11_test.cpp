@@ -274,7 +274,8 @@ TEST(SessionX11, RealExpiryReleasesTheDisplayWithoutAnyCall) {
   auto d = h.engine().displays().get(h.display_id(), h.generation());
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE((*d)->session_holder().has_value());
-  // Wait (bounded) for the reaper to give the display lock back; no session call is made.
+  // Wait (bounded) for the reaper to give the display lock back; no session call is made. This
+  // polls a condition with a deadline: expiry injects nothing, so there is no event to wait on.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while ((*d)->session_holder().has_value() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
