@@ -17,7 +17,7 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 BUILD="${EVIDENT_BUILD:-build}"
