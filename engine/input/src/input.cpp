@@ -19,35 +19,22 @@
 #include <unordered_map>
 
 #include "evident/core/clock.h"
+#include "evident/display/x11.h"
 #include "evident/input/unicode.h"
 
 namespace evident {
 
 namespace {
 
-// X errors are reported asynchronously to one process-wide handler; record them per connection
-// so sync_checked() can turn them into `failed` results instead of Xlib's default exit().
-std::mutex g_error_mu;
-std::map<::Display*, int> g_errors;
-
-int record_x_error(::Display* dpy, XErrorEvent* ev) {
-  std::lock_guard<std::mutex> lock(g_error_mu);
-  g_errors[dpy] = ev->error_code;
-  return 0;
-}
-
-void install_error_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] { XSetErrorHandler(&record_x_error); });
-}
+// X errors are reported asynchronously to one process-wide handler, owned by the display layer
+// (evident/display/x11.h), which records them per connection; sync_checked() turns them into
+// `failed` results instead of Xlib's default exit(). One handler for the whole process: a second
+// XSetErrorHandler here would silently replace the display layer's bookkeeping.
+void install_error_handler() { ensure_xlib_initialized(); }
 
 int take_x_error(::Display* dpy) {
-  std::lock_guard<std::mutex> lock(g_error_mu);
-  auto it = g_errors.find(dpy);
-  if (it == g_errors.end()) return 0;
-  const int code = it->second;
-  g_errors.erase(it);
-  return code;
+  const XErrorRecord r = take_x_errors(dpy);
+  return r.count ? r.last_error_code : 0;
 }
 
 constexpr unsigned kButtonMasks = Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask;
