@@ -1662,9 +1662,8 @@ def main(argv=None):
                                                                doc["loadavg_end"]))
     print("\nsummary: %s; JSON: %s" % (", ".join("%d %s" % (v, k) for k, v in
                                                   doc["summary"].items()), args.out))
-    harness_errors = doc["summary"]["error"] or any(
-        not p["check"]["ok"] for r in rows for p in r["peers"])
-    return 1 if harness_errors else 0
+    # 1 only when the harness could not run a row; a peer that drops input is a finding (shown)
+    return 1 if doc["summary"]["error"] else 0
 
 
 if __name__ == "__main__":

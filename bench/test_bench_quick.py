@@ -31,7 +31,10 @@ def test_quick_mode_json_shape_and_delivery(tmp_path):
             assert key in row, (row["id"], key)
         for p in row["peers"]:
             assert isinstance(p["median_us"], int) and p["runs"] >= 0
-            assert p["check"]["ok"] is True, (row["id"], p)
+            assert isinstance(p["check"]["ok"], bool) and p["check"]["detail"]
+            if row["id"] in ("display_create", "screenshot"):
+                # harness sanity: our own servers start, every grabber sees the same pixels
+                assert p["check"]["ok"] is True, (row["id"], p)
         ev = row["evident"]
         if row["status"] == "not_available":
             assert ev["available"] is False and ev["reason"], row
