@@ -5,11 +5,8 @@ cd "$(dirname "$0")/.."
 BUILD="${EVIDENT_BUILD:-build}"
 export PYTHONPATH="$PWD/bindings/python:$PWD/$BUILD/bindings/core${PYTHONPATH:+:$PYTHONPATH}"
 export EVIDENT_BIN="${EVIDENT_BIN:-$PWD/$BUILD/engine/cli/evident}"
-paths=()
-for d in bindings/python/tests scenarios bench; do
-  if [ -d "$d" ] && ls "$d"/test_*.py >/dev/null 2>&1; then paths+=("$d"); fi
-done
-if [ "${#paths[@]}" -eq 0 ]; then
-  echo "no Python tests yet"; exit 0
-fi
-exec /usr/bin/python3 -m pytest -p no:evident -p evident.pytest_plugin -q "${paths[@]}" "$@"
+PYTEST=(/usr/bin/python3 -m pytest -p no:evident -p evident.pytest_plugin -q)
+# The package, plugin, verifier and benchmark smoke tests, then the scenarios in parallel
+# (-n 2, pytest-xdist): each worker owns its displays, which is what the scenarios prove.
+"${PYTEST[@]}" bindings/python/tests bench "$@"
+"${PYTEST[@]}" -n 2 scenarios "$@"
