@@ -1,6 +1,6 @@
 // Proves on a private Xvfb with the fixture app that the action vocabulary reaches a real client
 // as intended (positions, buttons, multi-click counts, scroll direction and count, drag ends, keys,
-// typed text), that a refused batch injects nothing, and that settle/observe report honestly.
+// typed text, pasted text), that a refused batch injects nothing, and that settle/observe report honestly.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -11,6 +11,7 @@
 #include "evident/capture/capture.h"
 #include "evident/core/sha256.h"
 #include "x11_harness.h"  // includes Xlib last
+#include <X11/Xatom.h>
 
 namespace evident {
 namespace {
@@ -169,6 +170,49 @@ TEST(ActionsX11, TypeAndKeysReachTheFixtureTextField) {
     poll(nullptr, 0, 5);
   }
   EXPECT_EQ(value, want);
+}
+
+// Proves that paste delivers Unicode text byte-exact through CLIPBOARD to a real client that asks
+// for UTF8_STRING, that the detail's "released" claim holds, and that no key or button stays held.
+TEST(ActionsX11, PasteDeliversUnicodeThroughTheClipboard) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  const std::string want = "Gr\u00fc\u00dfe \u2014 \u4e16\u754c \U0001F600";
+  auto r = rig.run(R"({"actions":[{"type":"paste","text":"Gr\u00fc\u00dfe \u2014 \u4e16\u754c \ud83d\ude00"}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& res = (*r)["results"][0];
+  EXPECT_EQ(res["status"], "injected") << res.dump();
+  const std::string detail = res["detail"];
+  // Nobody owned the selections on this fresh server, so "released" without a restore caveat.
+  EXPECT_NE(detail.find("CLIPBOARD and PRIMARY released"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("not restored"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find(want), std::string::npos) << "secret text leaked into the detail";
+  auto pastes = rig.wait_events("paste", 1);
+  ASSERT_EQ(pastes.size(), 1u);
+  EXPECT_EQ(pastes[0]["selection"], "CLIPBOARD");
+  EXPECT_EQ(pastes[0]["ok"], true);
+  EXPECT_EQ(pastes[0]["text"].get<std::string>(), want);
+  const auto deadline = test::now_ms() + 5000;
+  std::string value;
+  while (test::now_ms() < deadline) {
+    auto t = of_type(events(rig.log), "text");
+    if (!t.empty()) value = t.back()["value"];
+    if (value == want) break;
+    poll(nullptr, 0, 5);
+  }
+  EXPECT_EQ(value, want);
+  std::lock_guard<std::mutex> lock(rig.mu);
+  // The claim in the detail, checked on the server: the selections have no owner any more.
+  EXPECT_EQ(XGetSelectionOwner(rig.dpy, XInternAtom(rig.dpy, "CLIPBOARD", False)), static_cast<Window>(None));
+  EXPECT_EQ(XGetSelectionOwner(rig.dpy, XA_PRIMARY), static_cast<Window>(None));
+  char keys[32];
+  XQueryKeymap(rig.dpy, keys);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(keys[i], 0) << "key byte " << i << " still held after paste";
+  ::Window root_ret, child_ret;
+  int rx, ry, wx, wy;
+  unsigned int mask = 0;
+  ASSERT_TRUE(XQueryPointer(rig.dpy, DefaultRootWindow(rig.dpy), &root_ret, &child_ret, &rx, &ry, &wx, &wy, &mask));
+  EXPECT_EQ(mask & (Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask | ControlMask), 0u);
 }
 
 TEST(ActionsX11, RefusedBatchInjectsNothing) {
