@@ -39,15 +39,20 @@ using OpHandler = std::function<Result<Json>(const Actor&, const Json& args)>;
 
 constexpr const char* kArgs = "request-args";
 
-Result<int> display_id_arg(const JsonFields& f) {
+// The (display_id, generation) pair every display-scoped op names. Generations are checked by
+// the manager (malformed → display-generation-mismatch); here only the JSON type and a bound.
+struct DisplayRef {
+  int id = 0;
+  std::string generation;
+};
+
+Result<DisplayRef> display_ref_arg(const JsonFields& f) {
   auto id = f.integer("display_id", 0, 65535);
   if (!id.ok()) return id.error();
-  return static_cast<int>(*id);
+  auto gen = f.string("generation", 0, 256);
+  if (!gen.ok()) return gen.error();
+  return DisplayRef{static_cast<int>(*id), std::move(*gen)};
 }
-
-// Generations are checked by the manager (malformed → display-generation-mismatch); here only
-// the JSON type and a size bound.
-Result<std::string> generation_arg(const JsonFields& f) { return f.string("generation", 0, 256); }
 
 // Scratch of engines whose process is gone (a SIGKILLed daemon cannot clean up after itself):
 // only our own "engine-<pid>-<hex>" dirs, and only when that pid no longer exists (a reused pid
@@ -126,12 +131,10 @@ void Engine::Impl::register_ops() {
   ops["display.destroy"] = [this](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation"}));
-    auto id = display_id_arg(f);
-    if (!id.ok()) return id.error();
-    auto gen = generation_arg(f);
-    if (!gen.ok()) return gen.error();
-    EVIDENT_TRY(displays->destroy(*id, *gen));
-    return Json{{"display_id", *id}, {"generation", *gen}};
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
+    EVIDENT_TRY(displays->destroy(ref->id, ref->generation));
+    return Json{{"display_id", ref->id}, {"generation", ref->generation}};
   };
 
   ops["display.list"] = [this](const Actor&, const Json& args) -> Result<Json> {
@@ -144,11 +147,9 @@ void Engine::Impl::register_ops() {
   ops["display.status"] = [this](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation"}));
-    auto id = display_id_arg(f);
-    if (!id.ok()) return id.error();
-    auto gen = generation_arg(f);
-    if (!gen.ok()) return gen.error();
-    auto st = displays->status(*id, *gen);
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
+    auto st = displays->status(ref->id, ref->generation);
     if (!st.ok()) return st.error();
     Json layers = Json::array();
     for (const auto& l : st->layers) layers.push_back(l.to_json());
@@ -158,16 +159,14 @@ void Engine::Impl::register_ops() {
   ops["display.screenshot"] = [this](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "out"}));
-    auto id = display_id_arg(f);
-    if (!id.ok()) return id.error();
-    auto gen = generation_arg(f);
-    if (!gen.ok()) return gen.error();
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
     auto out = f.string("out", 1, 4096);
     if (!out.ok()) return out.error();
     if ((*out)[0] != '/' || out->find('\0') != std::string::npos) {
       return make_error(kArgs, "field \"out\" must be an absolute path");
     }
-    auto d = displays->get(*id, *gen);
+    auto d = displays->get(ref->id, ref->generation);
     if (!d.ok()) return d.error();
     Result<PngFrame> frame = make_error("display-dead", "the display is no longer running");
     // alive() takes x_mutex itself: probe it before locking (it is not recursive).
@@ -187,10 +186,8 @@ void Engine::Impl::register_ops() {
   ops["app.launch"] = [this](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "argv", "wait_window_ms"}));
-    auto id = display_id_arg(f);
-    if (!id.ok()) return id.error();
-    auto gen = generation_arg(f);
-    if (!gen.ok()) return gen.error();
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
     auto argv_json = f.array("argv", 1, 256);
     if (!argv_json.ok()) return argv_json.error();
     std::vector<std::string> argv;
@@ -204,7 +201,7 @@ void Engine::Impl::register_ops() {
       if (!w.ok()) return w.error();
       wait_ms = *w;
     }
-    auto app = displays->launch_app(*id, *gen, argv, wait_ms);
+    auto app = displays->launch_app(ref->id, ref->generation, argv, wait_ms);
     if (!app.ok()) return app.error();
     return Json{{"app", app->to_json()}};
   };
@@ -231,13 +228,11 @@ void Engine::Impl::register_ops() {
   ops["cu.actions"] = [this](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "request"}));
-    auto id = display_id_arg(f);
-    if (!id.ok()) return id.error();
-    auto gen = generation_arg(f);
-    if (!gen.ok()) return gen.error();
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
     auto req = f.object("request");
     if (!req.ok()) return req.error();
-    auto d = displays->get(*id, *gen);
+    auto d = displays->get(ref->id, ref->generation);
     if (!d.ok()) return d.error();
     std::shared_ptr<OwnedDisplay> disp = *d;
     const std::string owner = random_id("cu-actions");
