@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -93,22 +94,16 @@ bool deflate_zlib(Deflater& d, int level, bool last, std::string& out, std::size
 }
 
 #ifdef EVIDENT_HAVE_ISAL
-bool deflate_isal(Deflater& d, int level, bool last, std::string& out, std::size_t prefix) {
-  static const std::size_t kLevelBuf[4] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
-                                           ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
-  if (!d.isal) d.isal = std::make_unique<isal_zstream>();
-  if (d.isal_level_buf.size() < kLevelBuf[level]) d.isal_level_buf.resize(kLevelBuf[level]);
-  isal_zstream& s = *d.isal;
-  isal_deflate_init(&s);
-  s.level = static_cast<std::uint32_t>(level);
-  s.level_buf = d.isal_level_buf.empty() ? nullptr : d.isal_level_buf.data();
-  s.level_buf_size = static_cast<std::uint32_t>(kLevelBuf[level]);
-  s.end_of_stream = last ? 1 : 0;
-  s.flush = last ? NO_FLUSH : SYNC_FLUSH;
-  s.next_in = d.filtered.data();
-  s.avail_in = static_cast<std::uint32_t>(d.filtered.size());
-  std::size_t cap = d.filtered.size() + d.filtered.size() / 8 + 4096;
-  std::size_t done = 0;
+// Feeds `n` bytes to the stream and collects its output after the `done` bytes already at
+// `out[prefix..]`, growing `out` as needed. `end` ends the deflate stream, otherwise the call ends
+// with a sync flush (byte aligned, not final).
+bool isal_feed(isal_zstream& s, const std::uint8_t* data, std::size_t n, bool end,
+               std::string& out, std::size_t prefix, std::size_t& done) {
+  s.end_of_stream = end ? 1 : 0;
+  s.flush = end ? NO_FLUSH : SYNC_FLUSH;
+  s.next_in = const_cast<std::uint8_t*>(data);
+  s.avail_in = static_cast<std::uint32_t>(n);
+  std::size_t cap = std::max(out.size() - prefix, done + n + n / 8 + 4096);
   for (;;) {
     out.resize(prefix + cap);
     s.next_out = reinterpret_cast<std::uint8_t*>(out.data() + prefix + done);
@@ -120,9 +115,62 @@ bool deflate_isal(Deflater& d, int level, bool last, std::string& out, std::size
     cap *= 2;
   }
   if (s.avail_in != 0) return false;
-  if (last && s.internal_state.state != ZSTATE_END) return false;
+  return !end || s.internal_state.state == ZSTATE_END;
+}
+
+// Why the first bytes of a band get their own call: ISA-L 2.30's x86 level 1 and 2 match finders
+// (igzip_icf_body_h1_gr_bt.asm, every SIMD variant) hash a register that still holds the
+// isal_zstream pointer when a fresh stream's first byte goes through them, so position 2 lands
+// in a hash bucket chosen by bits 16..47 of the stream's address. The output stayed valid but
+// depended on where each thread's stream was allocated (docs/capture.md has the evidence). The
+// "finish" routine handles the first byte correctly and is the only one that runs when a call
+// carries at most kIsalFinishOnly bytes with a flush; once it has seen the first byte the stream
+// has history and the match finder skips its faulty path. Cost: one extra tiny block and a sync
+// flush marker (about 11 bytes) per band.
+constexpr std::size_t kIsalPrimeBytes = 8;
+constexpr std::size_t kIsalFinishOnly = 16;  // at most this much input never reaches the body
+
+constexpr std::size_t kIsalLevelBuf[4] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
+                                          ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
+
+enum class IsalOutcome { kOk, kFailed, kUseZlib };
+
+// Raw deflate of data[0..n) appended to `out` after `prefix` bytes, with a stream that has been
+// constructed by the caller (its address is what the ISA-L defect depended on).
+IsalOutcome deflate_isal_into(isal_zstream& s, std::vector<std::uint8_t>& level_buf,
+                              const std::uint8_t* data, std::size_t n, int level, bool last,
+                              std::string& out, std::size_t prefix) {
+  if (level_buf.size() < kIsalLevelBuf[level]) level_buf.resize(kIsalLevelBuf[level]);
+  isal_deflate_init(&s);
+  s.level = static_cast<std::uint32_t>(level);
+  s.level_buf = level_buf.empty() ? nullptr : level_buf.data();
+  s.level_buf_size = static_cast<std::uint32_t>(kIsalLevelBuf[level]);
+  std::size_t head = 0;
+  std::size_t done = 0;
+  out.resize(prefix);
+  if (level > 0 && n > kIsalFinishOnly) {
+    head = kIsalPrimeBytes;
+    if (!isal_feed(s, data, head, false, out, prefix, done)) return IsalOutcome::kFailed;
+    // Another ISA-L build may route the first bytes differently; never let the faulty path run.
+    if (s.internal_state.has_hist != IGZIP_HIST) return IsalOutcome::kUseZlib;
+  }
+  if (!isal_feed(s, data + head, n - head, last, out, prefix, done)) return IsalOutcome::kFailed;
   out.resize(prefix + done);
-  return true;
+  return IsalOutcome::kOk;
+}
+
+bool deflate_isal(Deflater& d, int level, bool last, std::string& out, std::size_t prefix) {
+  if (!d.isal) d.isal = std::make_unique<isal_zstream>();
+  switch (deflate_isal_into(*d.isal, d.isal_level_buf, d.filtered.data(), d.filtered.size(),
+                            level, last, out, prefix)) {
+    case IsalOutcome::kOk:
+      return true;
+    case IsalOutcome::kUseZlib:
+      return deflate_zlib(d, level, last, out, prefix);
+    case IsalOutcome::kFailed:
+      break;
+  }
+  return false;
 }
 #endif
 
@@ -215,6 +263,25 @@ void encode_band(int index, int bands, int width, int height, const RowSource& r
 Error encode_error(const std::string& why) { return make_error("png-encode-failed", why); }
 
 }  // namespace
+
+#ifdef EVIDENT_HAVE_ISAL
+bool isal_available() { return true; }
+std::size_t isal_stream_bytes() { return sizeof(isal_zstream); }
+bool isal_deflate_band_at(void* storage, const std::uint8_t* filtered, std::size_t n, int level,
+                          bool last, std::string* out) {
+  if (level < 0 || level > 3) return false;
+  auto* s = new (storage) isal_zstream();
+  std::vector<std::uint8_t> level_buf;
+  out->clear();
+  return deflate_isal_into(*s, level_buf, filtered, n, level, last, *out, 0) == IsalOutcome::kOk;
+}
+#else
+bool isal_available() { return false; }
+std::size_t isal_stream_bytes() { return 0; }
+bool isal_deflate_band_at(void*, const std::uint8_t*, std::size_t, int, bool, std::string*) {
+  return false;
+}
+#endif
 
 Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
                                  const PngOptions& options, BandReuse* reuse) {

@@ -35,6 +35,15 @@ struct BandReuse {
   std::function<void(int i, int y0, int y1)> encoded;
 };
 
+// Test hooks for the ISA-L path (docs/capture.md, "ISA-L"): whether this build has ISA-L, the
+// size of its stream object, and one band (already filtered bytes) raw-deflated the way the
+// encoder does it, with the stream constructed at `storage` (16-byte aligned,
+// isal_stream_bytes() long). False when the build has no ISA-L or the deflate failed.
+bool isal_available();
+std::size_t isal_stream_bytes();
+bool isal_deflate_band_at(void* storage, const std::uint8_t* filtered, std::size_t n, int level,
+                          bool last, std::string* out);
+
 Result<PngFrame> encode_png_rows(int width, int height, const RowSource& rows,
                                  const PngOptions& options, BandReuse* reuse = nullptr);
 

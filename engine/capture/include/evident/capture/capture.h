@@ -33,22 +33,23 @@ Result<PngFrame> encode_png(const RawImage& image);
 // PNG scanline filter applied to every row (one fixed choice keeps the output deterministic).
 enum class PngFilter { kNone, kSub, kUp };
 
-// The deflate implementation behind the PNG bands.
+// The deflate implementation behind the PNG bands. Either way the bytes depend only on the pixels
+// and PngOptions (band_rows, level, filter, deflater), never on `threads` or on where buffers sit
+// in memory; they can differ between builds (ISA-L present or not, ISA-L version, CPU SIMD
+// level), which is why receipts bind the bytes themselves.
 enum class PngDeflater {
-  kZlib,  // zlib (levels 0..9): deterministic, the default
-  // ISA-L igzip (levels 0..3), ~6x faster than zlib level 1, zlib if built without it.
-  // EXPERIMENTAL: rare run-to-run differences in the encoded bytes (never in the pixels) were
-  // observed under concurrency and are not explained yet (docs/capture.md); not for frames.
+  kZlib,  // zlib (levels 0..9)
+  // ISA-L igzip (levels 0..3), ~5x faster than zlib level 1; served by zlib at the same level if
+  // the build has no ISA-L. The default.
   kIsal,
 };
 
-// Encoder knobs (docs/capture.md has the measurements behind the defaults). With kZlib the
-// bytes depend on band_rows, level and filter only, never on `threads`.
+// Encoder knobs (docs/capture.md has the measurements behind the defaults).
 struct PngOptions {
   int band_rows = 32;                  // rows per independently deflated band (1..height)
   int level = 1;                       // 0..9 for kZlib, 0..3 for kIsal
   PngFilter filter = PngFilter::kSub;
-  PngDeflater deflater = PngDeflater::kZlib;
+  PngDeflater deflater = PngDeflater::kIsal;
   int threads = 0;                     // 0: the shared pool; 1: the calling thread only
 };
 
