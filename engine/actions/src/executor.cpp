@@ -57,6 +57,10 @@ ActionExecutor::~ActionExecutor() {
 Result<std::unique_ptr<ActionExecutor>> ActionExecutor::create(ExecutorContext context) {
   if (!context.dpy || !context.dpy_mutex) return make_error("input-unavailable", "no display connection");
   std::unique_ptr<ActionExecutor> ex(new ActionExecutor(std::move(context)));
+  if (ex->ctx_.input) {
+    ex->input_ = ex->ctx_.input;
+    return ex;
+  }
   std::lock_guard<std::mutex> lock(*ex->ctx_.dpy_mutex);
   InputOptions opts;
   opts.open_aux = ex->ctx_.open_aux;

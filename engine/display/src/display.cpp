@@ -156,8 +156,23 @@ Result<::Display*> OwnedDisplay::open_connection() const {
   return open_x_connection(info_.name, cookie_);
 }
 
+std::shared_ptr<DisplayAttachment> OwnedDisplay::attachment(
+    const std::function<std::shared_ptr<DisplayAttachment>()>& make) {
+  std::lock_guard lock(attachment_mu_);
+  if (destroyed_) return nullptr;
+  if (!attachment_) attachment_ = make();
+  return attachment_;
+}
+
 void OwnedDisplay::teardown() {
   destroyed_ = true;
+  std::shared_ptr<DisplayAttachment> attached;
+  {
+    std::lock_guard lock(attachment_mu_);
+    attached = std::move(attachment_);
+  }
+  // Before the connection closes: the attachment may still need it (and x_mutex).
+  if (attached) attached->detach();
   {
     std::lock_guard lock(x_mutex_);
     watcher_.reset();

@@ -39,6 +39,8 @@ int take_x_error(::Display* dpy) {
 
 constexpr unsigned kButtonMasks = Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask;
 
+Error display_gone() { return Error{"input-dispatch-failed", "the display is gone", false}; }
+
 }  // namespace
 
 struct InputDevice::Keymap {
@@ -64,9 +66,15 @@ InputDevice::InputDevice(::Display* dpy, InputOptions options)
 
 InputDevice::~InputDevice() {
   // Last exit path: never leave keys/buttons held or the keymap changed behind.
-  if (dpy_) {
+  if (dpy_ && !abandoned_) {
     (void)release_all_checked();
+    (void)restore_keymap_checked();
   }
+}
+
+void InputDevice::abandon() {
+  abandoned_ = true;
+  watch_.reset();
 }
 
 Result<std::unique_ptr<InputDevice>> InputDevice::create(::Display* dpy, InputOptions options) {
@@ -168,6 +176,7 @@ Status InputDevice::refresh_keymap() {
 void InputDevice::fake_key(unsigned keycode, bool down) {
   XTestFakeKeyEvent(dpy_, keycode, down ? True : False, CurrentTime);
   ++events_;
+  last_key_us_ = steady_us();
   if (down) held_keys_.insert(keycode); else held_keys_.erase(keycode);
 }
 
@@ -192,17 +201,20 @@ Status InputDevice::sync_checked(const char* what) {
 }
 
 Status InputDevice::move(int x, int y) {
+  if (abandoned_) return display_gone();
   fake_motion(x, y);
   return sync_checked("move");
 }
 
 Status InputDevice::button(int x, int y, int b, bool down) {
+  if (abandoned_) return display_gone();
   fake_motion(x, y);
   fake_button(b, down);
   return sync_checked(down ? "button press" : "button release");
 }
 
 Status InputDevice::click(int x, int y, int b, int count) {
+  if (abandoned_) return display_gone();
   fake_motion(x, y);
   // Back to back in one request batch: the server stamps them within the same few ms, which
   // toolkits see as a double/triple click.
@@ -214,6 +226,7 @@ Status InputDevice::click(int x, int y, int b, int count) {
 }
 
 Status InputDevice::scroll(int x, int y, int b, int amount) {
+  if (abandoned_) return display_gone();
   fake_motion(x, y);
   for (int i = 0; i < amount; ++i) {
     fake_button(b, true);
@@ -223,6 +236,7 @@ Status InputDevice::scroll(int x, int y, int b, int amount) {
 }
 
 Status InputDevice::drag(int x0, int y0, int x1, int y1, int b) {
+  if (abandoned_) return display_gone();
   fake_motion(x0, y0);
   fake_button(b, true);
   const int dist = std::max(std::abs(x1 - x0), std::abs(y1 - y0));
@@ -235,6 +249,7 @@ Status InputDevice::drag(int x0, int y0, int x1, int y1, int b) {
 }
 
 Result<std::pair<int, int>> InputDevice::pointer() {
+  if (abandoned_) return display_gone();
   Window root = 0, child = 0;
   int rx = 0, ry = 0, wx = 0, wy = 0;
   unsigned mask = 0;
@@ -325,7 +340,7 @@ std::set<unsigned long> InputDevice::focus_windows() {
   return out;
 }
 
-Status InputDevice::await_fetch(TypeReport* report) {
+Status InputDevice::await_fetch(const std::vector<unsigned>& keycodes, TypeReport* report) {
   start_watch();
   if (!watch_) {
     XSync(dpy_, False);
@@ -333,11 +348,15 @@ Status InputDevice::await_fetch(TypeReport* report) {
   }
   std::set<XID> clients;
   for (unsigned long w : focus_windows()) clients.insert(watch_->client_of(w));
+  // The marker, then a round trip: a reply makes the server flush its output, and with it the
+  // RECORD buffer (a NoOp alone can sit there until another client's output is flushed).
   XNoOp(dpy_);
-  XFlush(dpy_);
+  XSync(dpy_, False);
   ++markers_;
-  const bool passed = watch_->wait_fetched(markers_, clients, options_.barrier_quiet_ms, options_.barrier_idle_ms,
+  watch_->note("fetch-wait-begin", static_cast<int>(clients.size()));
+  const bool passed = watch_->wait_fetched(markers_, clients, keycodes, options_.fetch_idle_ms,
                                            steady_us() + options_.barrier_timeout_ms * 1000);
+  watch_->note("fetch-wait-end", passed ? 1 : 0);
   if (report) {
     ++report->fetch_waits;
     if (!passed) ++report->barrier_timeouts;
@@ -345,7 +364,7 @@ Status InputDevice::await_fetch(TypeReport* report) {
   return ok_status();
 }
 
-Status InputDevice::barrier(TypeReport* report) {
+Status InputDevice::barrier(TypeReport* report, std::int64_t settle_ms) {
   Keymap& km = *keymap_;
   if (km.dirty.empty()) return ok_status();
   XFlush(dpy_);
@@ -353,11 +372,14 @@ Status InputDevice::barrier(TypeReport* report) {
   bool passed = false;
   if (watch_) {
     XNoOp(dpy_);
-    XFlush(dpy_);
+    XSync(dpy_, False);  // see await_fetch: the reply flushes the RECORD buffer
     ++markers_;
     int clients = 0;
-    passed = watch_->wait(markers_, options_.barrier_quiet_ms, options_.barrier_idle_ms,
-                          steady_us() + options_.barrier_timeout_ms * 1000, &clients);
+    watch_->note("barrier-begin", 0);
+    const std::vector<unsigned> used(km.dirty.begin(), km.dirty.end());
+    passed = watch_->wait(markers_, used, options_.barrier_quiet_ms, options_.barrier_idle_ms, settle_ms,
+                          steady_us() + (options_.barrier_timeout_ms + settle_ms) * 1000, &clients);
+    watch_->note("barrier-end", passed ? clients : -1);
   } else {
     // No RECORD: no evidence is available; give clients a bounded time to read their queues.
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.barrier_quiet_ms * 4));
@@ -372,6 +394,7 @@ Status InputDevice::barrier(TypeReport* report) {
 }
 
 Result<TypeReport> InputDevice::type(const std::u32string& text) {
+  if (abandoned_) return display_gone();
   TypeReport report;
   EVIDENT_TRY(refresh_keymap());
   Keymap& km = *keymap_;
@@ -410,7 +433,7 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
     }
     send_remaps(chunk_new);
     for (unsigned kc : chunk_new) report.remapped += km.current[kc][1] ? 2 : 1;
-    if (!chunk_new.empty()) EVIDENT_TRY(await_fetch(&report));
+    if (!chunk_new.empty()) EVIDENT_TRY(await_fetch(chunk_new, &report));
     for (const Stroke& s : strokes) {
       std::vector<unsigned> mods;
       for (int b = 0; b < 8; ++b) {
@@ -424,7 +447,7 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
     report.characters += static_cast<int>(strokes.size());
     i = j;
     if (need_barrier) {
-      EVIDENT_TRY(barrier(&report));
+      EVIDENT_TRY(barrier(&report, options_.rotation_settle_ms));
     }
   }
   if (caps) {
@@ -436,6 +459,7 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
 }
 
 Status InputDevice::press_chord(const KeyChord& chord) {
+  if (abandoned_) return display_gone();
   EVIDENT_TRY(refresh_keymap());
   Keymap& km = *keymap_;
   std::vector<unsigned> chunk_new;
@@ -445,7 +469,7 @@ Status InputDevice::press_chord(const KeyChord& chord) {
     auto st = stroke_for(ks, true, &chunk_new, &need_barrier);
     if (!st.ok()) return st.error();
     if (need_barrier) {
-      EVIDENT_TRY(barrier(nullptr));
+      EVIDENT_TRY(barrier(nullptr, options_.rotation_settle_ms));
       st = stroke_for(ks, true, &chunk_new, &need_barrier);
       if (!st.ok()) return st.error();
     }
@@ -457,7 +481,7 @@ Status InputDevice::press_chord(const KeyChord& chord) {
     km.epoch_open = true;
   }
   send_remaps(chunk_new);
-  if (!chunk_new.empty()) EVIDENT_TRY(await_fetch(nullptr));
+  if (!chunk_new.empty()) EVIDENT_TRY(await_fetch(chunk_new, nullptr));
   // The last key may need level modifiers (e.g. "ctrl+plus" needs Shift on a US map).
   const Stroke last = strokes.back();
   for (std::size_t k = 0; k + 1 < strokes.size(); ++k) fake_key(strokes[k].keycode, true);
@@ -469,6 +493,7 @@ Status InputDevice::press_chord(const KeyChord& chord) {
 }
 
 Status InputDevice::release_chord(const KeyChord& chord) {
+  if (abandoned_) return display_gone();
   (void)chord;
   // Release exactly what is held, most recent first (the chord's keys and level modifiers).
   std::vector<unsigned> held(held_keys_.begin(), held_keys_.end());
@@ -477,6 +502,7 @@ Status InputDevice::release_chord(const KeyChord& chord) {
 }
 
 Status InputDevice::release_all_checked() {
+  if (abandoned_) return display_gone();
   for (unsigned kc : std::vector<unsigned>(held_keys_.begin(), held_keys_.end())) fake_key(kc, false);
   for (int b : std::vector<int>(held_buttons_.begin(), held_buttons_.end())) fake_button(b, false);
   Status synced = sync_checked("release");
@@ -510,7 +536,14 @@ Status InputDevice::release_all_checked() {
                           std::to_string(std::popcount(buttons)) + " button(s) are still down");
   }
   if (!synced.ok()) return make_error("input-release-failed", synced.error().message);
-  return restore_keymap_checked();
+  if (restore_error_) {  // a deferred restore failed since the last call: say so now
+    Error e = *restore_error_;
+    restore_error_.reset();
+    return e;
+  }
+  if (!options_.defer_restore) return restore_keymap_checked();
+  if (keymap_dirty() && options_.on_keymap_left_dirty) options_.on_keymap_left_dirty();
+  return ok_status();
 }
 
 bool InputDevice::keymap_dirty() const {
@@ -532,10 +565,11 @@ void InputDevice::send_remaps(const std::vector<unsigned>& keycodes) {
 }
 
 Status InputDevice::restore_keymap_checked() {
+  if (abandoned_) return display_gone();
   Keymap& km = *keymap_;
   if (!keymap_dirty()) return ok_status();
   // Clients must have decoded every event that used a spare keycode before it changes back.
-  EVIDENT_TRY(barrier(nullptr));
+  EVIDENT_TRY(barrier(nullptr, options_.restore_settle_ms));
   std::vector<unsigned> changed;
   for (auto& [kc, ks] : km.current) {
     if (!ks[0] && !ks[1]) continue;
@@ -557,10 +591,15 @@ Status InputDevice::restore_keymap_checked() {
     }
     if (now) XFree(now);
     if (!same) {
-      return make_error("keymap-restore-failed",
-                        "keycode " + std::to_string(kc) + " does not have its original keysyms after restore");
+      Error e{"keymap-restore-failed",
+              "keycode " + std::to_string(kc) + " does not have its original keysyms after restore", false};
+      if (options_.defer_restore) restore_error_ = e;
+      return e;
     }
   }
+  // Nothing remapped any more: stop recording every client's requests until the next remap.
+  watch_.reset();
+  watch_tried_ = false;
   return ok_status();
 }
 

@@ -4,6 +4,8 @@
 #include <X11/Xproto.h>
 #include <X11/extensions/record.h>
 #include <poll.h>
+
+#include <cstdlib>
 #include <unistd.h>
 
 #include "evident/core/clock.h"
@@ -27,6 +29,7 @@ std::unique_ptr<RecordWatch> RecordWatch::start(const std::function<::Display*()
   w->data_ = open();
   if (!w->data_) return nullptr;
   w->base_mask_ = XRecordIdBaseMask(w->ctrl_);
+  if (const char* path = std::getenv("EVIDENT_INPUT_TRACE"); path && *path) w->trace_ = std::fopen(path, "a");
 
   XRecordRange* range = XRecordAllocRange();
   if (!range) return nullptr;
@@ -82,6 +85,14 @@ RecordWatch::~RecordWatch() {
   for (int fd : wake_fd_) {
     if (fd >= 0) close(fd);
   }
+  if (trace_) std::fclose(trace_);
+}
+
+void RecordWatch::trace(const char* kind, XID client, int a, int b) {
+  if (!trace_) return;
+  std::fprintf(trace_, "%lld %llu %lx %s %d %d\n", static_cast<long long>(steady_us()),
+               static_cast<unsigned long long>(seq_), static_cast<unsigned long>(client), kind, a, b);
+  std::fflush(trace_);
 }
 
 void RecordWatch::pump() {
@@ -109,24 +120,35 @@ void RecordWatch::on_data(XPointer closure, XRecordInterceptData* raw) {
     self->cv_.notify_all();
   }
   if (d->category == XRecordClientDied) self->forget(d->id_base);
-  if (d->data && d->data_len > 0) self->handle(d->data, d->data_len, d->category, d->id_base);
+  if (d->data && d->data_len > 0) self->handle(d->data, d->data_len, d->category, d->id_base, d->client_swapped);
   XRecordFreeData(d);
 }
 
-void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int category, XID base) {
+void RecordWatch::handle(const unsigned char* data, unsigned long len4, int category, XID base, bool swapped) {
   const XID client = base & base_mask_;
   const bool own = client == (own_base_ & base_mask_);
+  const unsigned long bytes = len4 * 4;
+  // Request fields are in the client's byte order.
+  auto card16 = [&](int at) {
+    return swapped ? static_cast<unsigned>((data[at] << 8) | data[at + 1])
+                   : static_cast<unsigned>(data[at] | (data[at + 1] << 8));
+  };
   std::lock_guard<std::mutex> lock(mu_);
   if (category == XRecordFromClient) {
     const int major = data[0];
     if (own) {
-      if (major == X_ChangeKeyboardMapping) {
+      if (major == X_ChangeKeyboardMapping && bytes >= 8) {
         change_seen_ = true;
         change_seq_ = ++seq_;
         change_us_ = steady_us();
+        // xChangeKeyboardMappingReq: keyCodes (count) at 1, firstKeyCode at 4.
+        const unsigned first = data[4], count = data[1];
+        for (unsigned kc = first; kc < first + count && kc < 256; ++kc) changed_seq_[kc] = change_seq_;
+        trace("change", client, static_cast<int>(count), 0);
       }
       if (major == X_NoOperation) {
         ++markers_seen_;
+        trace("marker", client, static_cast<int>(markers_seen_), 0);
         cv_.notify_all();
       }
       return;
@@ -137,6 +159,26 @@ void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int 
                        (major == xkb_major_ && data[1] == kXkbGetMapMinor);
     if (fetch && change_seen_) fetched_.insert(client);
     if (fetch) fetch_seq_[client] = seq_;
+    // The key range the fetch returns syms for.
+    unsigned first = 0, count = 0;
+    if (major == X_GetKeyboardMapping && bytes >= 8) {  // xGetKeyboardMappingReq: first 4, count 5
+      first = data[4];
+      count = data[5];
+    } else if (fetch && bytes >= 14) {  // xkbGetMapReq: full 6, partial 8, firstKeySym 12, nKeySyms 13
+      if (card16(6) & XkbKeySymsMask) {
+        first = 0;
+        count = 256;
+      } else if (card16(8) & XkbKeySymsMask) {
+        first = data[12];
+        count = data[13];
+      }
+    }
+    if (count) {
+      auto& mine = fetched_seq_[client];
+      for (unsigned kc = first; kc < first + count && kc < 256; ++kc) mine[kc] = seq_;
+    }
+    trace(fetch ? "fetch" : "req", client, major, fetch ? static_cast<int>((first << 16) | count)
+                                                        : (major >= 128 ? data[1] : 0));
     cv_.notify_all();
   } else if (category == XRecordFromServer) {
     const int type = data[0] & 0x7F;
@@ -150,6 +192,7 @@ void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int 
       all_receivers_.insert(client);
       last_delivery_seq_[client] = ++seq_;
       last_delivery_us_[client] = steady_us();
+      trace(type == GenericEvent ? "xi-key" : "key", client, 0, 0);
       cv_.notify_all();
     }
   }
@@ -158,8 +201,10 @@ void RecordWatch::handle(const unsigned char* data, unsigned long /*len4*/, int 
 void RecordWatch::forget(XID base) {
   const XID client = base & base_mask_;
   std::lock_guard<std::mutex> lock(mu_);
+  trace("died", client, 0, 0);
   receivers_.erase(client);
   all_receivers_.erase(client);
+  fetched_seq_.erase(client);
   cv_.notify_all();
 }
 
@@ -172,8 +217,18 @@ void RecordWatch::begin_epoch() {
   last_delivery_us_.clear();
 }
 
-bool RecordWatch::wait_fetched(std::uint64_t marker, const std::set<XID>& clients, std::int64_t quiet_ms,
-                               std::int64_t idle_ms, std::int64_t deadline_us) {
+bool RecordWatch::has_fetched(XID c, const std::vector<unsigned>& keycodes) {
+  auto it = fetched_seq_.find(c);
+  for (unsigned kc : keycodes) {
+    if (kc >= 256 || !changed_seq_[kc]) continue;
+    if (it == fetched_seq_.end() || it->second[kc] <= changed_seq_[kc]) return false;
+  }
+  return true;
+}
+
+bool RecordWatch::wait_fetched(std::uint64_t marker, const std::set<XID>& clients,
+                               const std::vector<unsigned>& keycodes, std::int64_t idle_ms,
+                               std::int64_t deadline_us) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     const std::int64_t now = steady_us();
@@ -184,9 +239,11 @@ bool RecordWatch::wait_fetched(std::uint64_t marker, const std::set<XID>& client
       for (XID c : clients) all.insert(c & base_mask_);
       all.erase(own_base_ & base_mask_);
       for (XID c : all) {
-        const bool fetched = fetch_seq_[c] > change_seq_;
+        // A fetch the server handled after our last change returns the changed map: from then
+        // on the client's cache holds it, whatever notifications it still has queued.
+        if (has_fetched(c, keycodes)) continue;
         const std::int64_t last = std::max(last_request_us_[c], change_us_);
-        const std::int64_t done_at = last + (fetched ? quiet_ms : idle_ms) * 1000;
+        const std::int64_t done_at = last + idle_ms * 1000;
         if (done_at > now) {
           ready = false;
           next_check_us = std::min(next_check_us, done_at);
@@ -199,8 +256,9 @@ bool RecordWatch::wait_fetched(std::uint64_t marker, const std::set<XID>& client
   }
 }
 
-bool RecordWatch::wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t idle_ms,
-                       std::int64_t deadline_us, int* clients_out) {
+bool RecordWatch::wait(std::uint64_t marker, const std::vector<unsigned>& keycodes, std::int64_t quiet_ms,
+                       std::int64_t idle_ms, std::int64_t settle_ms, std::int64_t deadline_us,
+                       int* clients_out) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     const std::int64_t now = steady_us();
@@ -208,10 +266,20 @@ bool RecordWatch::wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t
     std::int64_t next_check_us = deadline_us;
     if (ready) {
       for (XID c : receivers_) {
+        // Proof part: the receiver fetched the keymap after the change its keys needed (a lazy
+        // client fetches on its first key; an eager one on the notify). Without it, nothing it
+        // did says its cache holds the mapping, so only the deadline ends the wait.
+        if (!has_fetched(c, keycodes)) {
+          ready = false;
+          continue;
+        }
+        // Evidence part: it worked through its queue (a request after our last key, then quiet;
+        // or silence when the key makes it draw nothing).
         const bool answered = last_request_seq_[c] > last_delivery_seq_[c];
-        const std::int64_t quiet_at =
+        const std::int64_t quiet_at = std::max(
             answered ? last_request_us_[c] + quiet_ms * 1000
-                     : std::max(last_request_us_[c], last_delivery_us_[c]) + idle_ms * 1000;
+                     : std::max(last_request_us_[c], last_delivery_us_[c]) + idle_ms * 1000,
+            last_delivery_us_[c] + settle_ms * 1000);
         if (quiet_at > now) {
           ready = false;
           next_check_us = std::min(next_check_us, quiet_at);

@@ -12,7 +12,9 @@
 #include <X11/Xlib.h>
 #include <X11/extensions/record.h>
 
+#include <array>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace evident::detail {
 
@@ -41,10 +44,21 @@ class RecordWatch {
   // events that arrive in the same read as the MappingNotify are decoded with the old mapping.
   // Dispatching it issues a keymap fetch (XkbGetMap / GetKeyboardMapping); GTK fetches on
   // XkbMapNotify too. True once `marker` NoOps were seen and every client in `clients` and every
-  // client that ever received our key events fetched the keymap after our last change and was then
-  // quiet for `quiet_ms`, or was silent for `idle_ms` (a client that never fetches).
-  bool wait_fetched(std::uint64_t marker, const std::set<XID>& clients, std::int64_t quiet_ms,
+  // client that ever received our key events issued a keymap fetch that the server handled after
+  // our last change (its reply is the changed map), or was silent for `idle_ms` (a client that
+  // fetches only when a key arrives, like a fresh xterm). False at `deadline_us`.
+  // "Fetched" is per keycode: the request's key range (core GetKeyboardMapping firstKeyCode/count,
+  // XkbGetMap full or partial key syms) must cover every keycode in `keycodes`, and the server
+  // must have handled it after our last change of that keycode. A fetch of some other range (Xlib
+  // refreshes lazily, only the keys named by the notifications it has read so far) proves nothing
+  // about our keys.
+  bool wait_fetched(std::uint64_t marker, const std::set<XID>& clients, const std::vector<unsigned>& keycodes,
                     std::int64_t idle_ms, std::int64_t deadline_us);
+  // Adds a caller phase to the EVIDENT_INPUT_TRACE timeline (no-op without it).
+  void note(const char* what, int a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    trace(what, 0, a, 0);
+  }
   // The client part of a resource id (window) of another client.
   XID client_of(XID resource) const { return resource & base_mask_; }
 
@@ -56,13 +70,19 @@ class RecordWatch {
   // queued input) and was then quiet for `quiet_ms`; a client that reacts with no request at all
   // (xterm typing into a program that does not echo) passes after `idle_ms` of silence since the
   // delivery. False at `deadline_us` (steady_us clock). `clients_out`: receivers waited for.
-  bool wait(std::uint64_t marker, std::int64_t quiet_ms, std::int64_t idle_ms, std::int64_t deadline_us,
-            int* clients_out);
+  // `settle_ms`: besides, every receiver has had at least this long since our last key reached it
+  // (the restore's margin for a client starved between two of its requests; 0 for a rotation).
+  // `keycodes`: the spare keycodes used since the last barrier; every receiver must have fetched
+  // each of them after its last change (same rule as wait_fetched) before anything else counts.
+  bool wait(std::uint64_t marker, const std::vector<unsigned>& keycodes, std::int64_t quiet_ms,
+            std::int64_t idle_ms, std::int64_t settle_ms, std::int64_t deadline_us, int* clients_out);
 
  private:
   RecordWatch() = default;
   static void on_data(XPointer closure, XRecordInterceptData* data);
-  void handle(const unsigned char* data, unsigned long len4, int category, XID base);
+  void handle(const unsigned char* data, unsigned long len4, int category, XID base, bool swapped);
+  // True if `c` fetched every keycode of `keycodes` after our last change of it. Hold mu_.
+  bool has_fetched(XID c, const std::vector<unsigned>& keycodes);
   void pump();
   void forget(XID base);
 
@@ -94,6 +114,13 @@ class RecordWatch {
   std::uint64_t change_seq_ = 0;
   std::int64_t change_us_ = 0;
   std::map<XID, std::uint64_t> fetch_seq_;
+  // Per keycode: the sequence of our last change of it, and of each client's last fetch of it.
+  std::array<std::uint64_t, 256> changed_seq_{};
+  std::map<XID, std::array<std::uint64_t, 256>> fetched_seq_;
+  // EVIDENT_INPUT_TRACE=<file>: a timeline of opcodes, client ids and delivery kinds for
+  // diagnosing barriers (never keycodes, keysyms or text).
+  std::FILE* trace_ = nullptr;
+  void trace(const char* kind, XID client, int a, int b);
 };
 
 }  // namespace evident::detail

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evident/input/input.h"
+#include "evident/input/restorer.h"
 #include "evident/input/unicode.h"
 #include "x11_harness.h"  // includes Xlib last
 
@@ -58,6 +59,20 @@ std::string last_value(const std::string& out) {
     start = nl + 1;
   }
   return last;
+}
+
+// Every {"submitted":...} value a Tk client printed (one per Return), in order.
+std::vector<std::string> submitted(const std::string& out) {
+  std::vector<std::string> v;
+  std::size_t start = 0;
+  while (start < out.size()) {
+    std::size_t nl = out.find('\n', start);
+    if (nl == std::string::npos) break;
+    auto j = nlohmann::json::parse(out.substr(start, nl - start), nullptr, false);
+    if (j.is_object() && j.contains("submitted")) v.push_back(j["submitted"].get<std::string>());
+    start = nl + 1;
+  }
+  return v;
 }
 
 struct Session {
@@ -172,6 +187,67 @@ TEST(InputX11, TkEntryReceivesEmojiExactly) {
   EXPECT_TRUE(all_keys_up(s.dpy));
 }
 
+// A long-lived device with a deferred restore keeps spare keycodes mapped after the batch, so a
+// second type call of the same characters sends no remap and waits for no client, both arrive
+// exactly; once no key was sent for the idle time the restorer puts the original keymap back and
+// verifies it.
+TEST(InputX11, DeferredRestoreReusesMappingsThenRestoresOnceIdle) {
+  Xvfb xvfb;
+  ::Display* dpy = xvfb.open();
+  ASSERT_NE(dpy, nullptr);
+  const auto before = full_keymap(dpy);
+  std::mutex mu;
+  std::unique_ptr<KeymapRestorer> restorer;
+  InputOptions opts;
+  opts.defer_restore = true;
+  opts.on_keymap_left_dirty = [&] { restorer->arm(); };
+  auto dev = InputDevice::create(dpy, opts);
+  ASSERT_TRUE(dev.ok());
+  std::unique_ptr<InputDevice> input = std::move(*dev);
+  restorer = std::make_unique<KeymapRestorer>(*input, mu, 300);
+  Child tk = start_tk();
+  const std::string text = "h\u00e9llo \u2014 \u4e16\u754c";
+  auto cps = decode_utf8(text);
+  ASSERT_TRUE(cps.ok());
+  for (int round = 0; round < 2; ++round) {
+    TypeReport rep;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto r = input->type(*cps);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      rep = *r;
+      KeyChord enter{{0xff0d}};  // the Tk client reports and clears its value on Return
+      ASSERT_TRUE(input->press_chord(enter).ok());
+      ASSERT_TRUE(input->release_chord(enter).ok());
+      ASSERT_TRUE(input->release_all_checked().ok());
+      EXPECT_TRUE(input->keymap_dirty()) << "the mapping is kept after the batch";
+    }
+    if (round == 0) {
+      EXPECT_EQ(rep.remapped, 4);
+      EXPECT_EQ(rep.fetch_waits, 1);
+    } else {
+      EXPECT_EQ(rep.remapped, 0) << "characters still mapped need no remap";
+      EXPECT_EQ(rep.fetch_waits, 0);
+    }
+    tk.read_until([&](const std::string& b) { return submitted(b).size() > static_cast<std::size_t>(round); },
+                  5000);
+    const auto got = submitted(tk.buffer);
+    ASSERT_GT(got.size(), static_cast<std::size_t>(round));
+    EXPECT_EQ(got[static_cast<std::size_t>(round)], text) << "round " << round;
+  }
+  ASSERT_TRUE(restorer->wait_restores(1, 10000));
+  ASSERT_TRUE(restorer->last_status().has_value());
+  EXPECT_TRUE(restorer->last_status()->ok());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_FALSE(input->keymap_dirty());
+  }
+  EXPECT_EQ(full_keymap(dpy), before);
+  restorer.reset();
+  input.reset();
+  XCloseDisplay(dpy);
+}
+
 TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   Session s;
   ASSERT_TRUE(s.input);
@@ -184,6 +260,12 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   const auto deadline = test::now_ms() + 15000;
   while (access(ready.c_str(), F_OK) != 0 && test::now_ms() < deadline) poll(nullptr, 0, 10);
   ASSERT_EQ(access(ready.c_str(), F_OK), 0);
+  // The shell can be running before xterm's window is mapped (seen under load: every key went to
+  // the root window): wait until it is viewable, then put the pointer on it.
+  ::Display* probe = s.xvfb.open();
+  const Window w = test::wait_window(probe, "evident-xterm", 15000);
+  XCloseDisplay(probe);
+  ASSERT_NE(w, 0u);
   ASSERT_TRUE(s.input->move(100, 50).ok());  // focus follows the pointer without a window manager
   const std::string text = kUnicodeText + kEmoji + "\tA\n";
   auto cps = decode_utf8(text);

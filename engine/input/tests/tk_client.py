@@ -46,6 +46,12 @@ else:
     var = tk.StringVar()
     w = tk.Entry(root, textvariable=var, width=60)
     var.trace_add("write", lambda *_a: emit({"value": var.get()}))
+
+    def on_return(_e):  # Return submits: report the whole value once, then clear for the next
+        emit({"submitted": var.get()})
+        var.set("")
+
+    w.bind("<Return>", on_return)
 w.pack()
 
 

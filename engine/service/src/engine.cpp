@@ -17,6 +17,7 @@
 #include "evident/core/random.h"
 #include "evident/display/display.h"
 #include "evident/session/manager.h"
+#include "display_input.h"
 #include "session_backend.h"
 
 namespace evident {
@@ -265,9 +266,14 @@ void Engine::Impl::register_ops() {
       auto c = dd->open_connection();
       return c.ok() ? *c : nullptr;
     };
+    auto input = display_input(disp);
+    if (!input.ok()) return input.error();
+    ctx.input = *input;
     auto ex = ActionExecutor::create(std::move(ctx));
     if (!ex.ok()) return ex.error();
-    return run_action_batch(**ex, **req);  // the executor releases and restores before `release`
+    // The batch releases (and checks) held input before `release`; the keymap restore is
+    // deferred to the display's restorer (docs/input.md).
+    return run_action_batch(**ex, **req);
   };
 
   // One raw §5 request; the session layer parses it strictly (size first, duplicate keys at

@@ -1,6 +1,7 @@
 #include "session_backend.h"
 
 #include "evident/actions/executor.h"
+#include "display_input.h"
 #include "evident/core/random.h"
 
 namespace evident {
@@ -37,6 +38,9 @@ class DisplayLease final : public SessionLease {
       auto c = d->open_connection();
       return c.ok() ? *c : nullptr;
     };
+    auto input = display_input(d_);
+    if (!input.ok()) return input.error();
+    ctx.input = *input;
     auto ex = ActionExecutor::create(std::move(ctx));
     if (!ex.ok()) return ex.error();
     executor_ = std::move(ex).value();

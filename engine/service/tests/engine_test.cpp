@@ -2,6 +2,7 @@
 // refuses bad envelopes with stable codes, serves concurrent callers, and shutdown cleans up.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <future>
 
 #include "../../display/tests/test_util.h"
@@ -85,6 +86,62 @@ TEST_F(EngineTest, DisplayOpsThroughCall) {
   engine_->shutdown();
   for (pid_t p : xvfbs) EXPECT_FALSE(pid_running(p));
   EXPECT_EQ(call(R"({"op":"display.list","args":{}})")["error"]["code"], "engine-shutting-down");
+}
+
+// The `text` values the fixture app logged, in order.
+std::vector<std::string> fixture_texts(const std::string& log) {
+  std::vector<std::string> out;
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == "text") out.push_back(j.value("value", ""));
+  }
+  return out;
+}
+
+// Proves: a display's one input device outlives a `cu actions` batch, so characters outside the
+// keymap typed again in a second batch use the keycodes still mapped (no remap reported) and both
+// batches arrive exactly in a real client (the fixture app's log), and destroying the display with
+// the keymap still remapped is clean.
+TEST_F(EngineTest, SpareKeycodeMappingsOutliveABatch) {
+  Json created = call(R"({"op":"display.create","args":{"width":640,"height":480}})");
+  ASSERT_EQ(created["ok"], true) << created.dump();
+  const Json d = created["display"];
+  const std::string log = dir_ + "/fixture.jsonl";
+  Json launch{{"op", "app.launch"},
+              {"args", {{"display_id", d["id"]}, {"generation", d["generation"]},
+                        {"argv", {std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app",
+                                  "--events", log}},
+                        {"wait_window_ms", 15000}}}};
+  Json app = engine_->call(actor_, launch);
+  ASSERT_EQ(app["ok"], true) << app.dump();
+  ASSERT_TRUE(testing::wait_until([&] { return run("grep -c '\"ready\"' " + log).out.rfind("1", 0) == 0; },
+                                  15000));
+  const std::string text = "h\u00e9llo \u2014 \u4e16\u754c";
+  auto type_batch = [&] {
+    Json req{{"actions", {{{"type", "type"}, {"text", text}}}}, {"observe", "none"}};
+    return engine_->call(actor_, Json{{"op", "cu.actions"},
+                                      {"args", {{"display_id", d["id"]}, {"generation", d["generation"]},
+                                                {"request", req}}}});
+  };
+  Json first = type_batch();
+  ASSERT_EQ(first["ok"], true) << first.dump();
+  const std::string d1 = first["results"][0]["detail"];
+  EXPECT_NE(d1.find("4 through spare keycodes"), std::string::npos) << d1;
+  ASSERT_TRUE(testing::wait_until([&] { auto t = fixture_texts(log); return !t.empty() && t.back() == text; },
+                                  5000));
+  Json second = type_batch();
+  ASSERT_EQ(second["ok"], true) << second.dump();
+  const std::string d2 = second["results"][0]["detail"];
+  EXPECT_EQ(d2.find("spare keycodes"), std::string::npos) << "no remap the second time: " << d2;
+  ASSERT_TRUE(testing::wait_until([&] {
+    auto t = fixture_texts(log);
+    return !t.empty() && t.back() == text + text;
+  }, 5000)) << "the second batch arrived exactly after the first";
+  Json destroyed = engine_->call(actor_, Json{{"op", "display.destroy"},
+                                              {"args", {{"display_id", d["id"]}, {"generation", d["generation"]}}}});
+  EXPECT_EQ(destroyed["ok"], true) << destroyed.dump();
 }
 
 TEST_F(EngineTest, EnvelopeErrors) {

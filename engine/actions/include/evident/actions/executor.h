@@ -48,18 +48,23 @@ struct ExecutorContext {
   // Opens an extra connection to the same display (keymap barrier, clipboard). Null: XOpenDisplay
   // of DisplayString(dpy) with the process environment's XAUTHORITY.
   std::function<::Display*()> open_aux;
+  // The display's long-lived input device (created with dpy, under dpy_mutex), shared by every
+  // executor on that display so spare-keycode mappings and barrier evidence outlive one batch.
+  // Null: the executor creates its own and restores the keymap when it ends.
+  std::shared_ptr<InputDevice> input;
 };
 
 class ActionExecutor {
  public:
   // "input-unavailable" when the display lacks XTEST/XKB.
   static Result<std::unique_ptr<ActionExecutor>> create(ExecutorContext context);
-  ~ActionExecutor();  // releases held keys/buttons and restores the keymap
+  ~ActionExecutor();  // releases held keys/buttons (and restores the keymap of its own device)
 
   // Runs one action; never throws. Takes the display mutex only while talking to X.
   ActionResult execute(const Action& action, int index);
-  // Releases every held key and button and restores remapped keycodes, then verifies
-  // (XQueryKeymap, XQueryPointer masks, XGetKeyboardMapping).
+  // Releases every held key and button, then verifies (XQueryKeymap, XQueryPointer masks);
+  // restores remapped keycodes and verifies them (XGetKeyboardMapping) unless the device defers
+  // its restore (a shared device: docs/input.md, "Deferred restore").
   // "input-release-failed", "keymap-restore-failed".
   Status release_all_checked();
   // XTest input events injected by this executor so far.
@@ -77,7 +82,7 @@ class ActionExecutor {
   bool interruptible_wait(std::int64_t ms);  // false if cancelled
 
   ExecutorContext ctx_;
-  std::unique_ptr<InputDevice> input_;
+  std::shared_ptr<InputDevice> input_;
   std::int64_t last_input_us_ = 0;
   std::mutex cancel_mu_;
   std::condition_variable cancel_cv_;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,15 @@ struct DisplayStatus {
 // One Xvfb server evident started, its private auth file, and its ONE persistent Xlib
 // connection. Every user of dpy() (capture, input, settle) must hold x_mutex() while using it
 // and must check dpy() != nullptr under that lock: destroy closes the connection.
+// State a higher layer keeps per display (e.g. the input device with its remapped keys) that must
+// be torn down while the display's connection still works. detach() is called once, from
+// teardown, before x_mutex() is taken and the connection closes; it may lock x_mutex() itself.
+class DisplayAttachment {
+ public:
+  virtual ~DisplayAttachment() = default;
+  virtual void detach() = 0;
+};
+
 class OwnedDisplay {
  public:
   ~OwnedDisplay();
@@ -97,6 +107,10 @@ class OwnedDisplay {
   bool release_session(const std::string& owner);
   std::optional<std::string> session_holder();
 
+  // The attachment, created by `make` on first use (one per display); null after destroy.
+  std::shared_ptr<DisplayAttachment> attachment(
+      const std::function<std::shared_ptr<DisplayAttachment>()>& make);
+
   // Opens a NEW connection with this display's cookie (caller closes it with
   // close_x_connection). "x-connect-failed".
   Result<::Display*> open_connection() const;
@@ -119,6 +133,8 @@ class OwnedDisplay {
   std::atomic<bool> destroyed_{false};
   std::mutex session_mu_;
   std::optional<std::string> session_holder_;
+  std::mutex attachment_mu_;
+  std::shared_ptr<DisplayAttachment> attachment_;
 };
 
 struct AppInfo {

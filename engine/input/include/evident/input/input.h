@@ -10,6 +10,7 @@ typedef struct _XDisplay Display;  // Xlib
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -36,6 +37,26 @@ struct InputOptions {
   // that does not fetch a changed keymap.
   std::int64_t barrier_idle_ms = 250;
   std::int64_t barrier_timeout_ms = 2000;
+  // Fetch wait: a focused client that issued no request at all for this long after our keymap
+  // change is taken not to fetch before its keys arrive (it fetches on the first key, which is
+  // safe); an eager client (Tk, GTK, xterm, the fixture app: all fetch within ms) never waits
+  // this long unless starved of CPU, and then it must not get the keys before it fetched.
+  std::int64_t fetch_idle_ms = 1000;
+  // The restore also waits until every receiver has had this long since our last key reached
+  // it: under CPU starvation a toolkit can pause longer than barrier_quiet_ms inside its burst
+  // of keymap fetches (measured: xterm, one core busy), and a restore inside that burst makes it
+  // decode the remaining keys with the original map. Deferred restores (KeymapRestorer) start
+  // later than this anyway.
+  std::int64_t restore_settle_ms = 1000;
+  // The same margin before a spare keycode used since the last barrier is remapped within one
+  // type call (more distinct characters than spare keycodes hold): shorter, as it is paid inline.
+  std::int64_t rotation_settle_ms = 100;
+  // Deferred restore: release_all_checked() leaves spare keycodes mapped (they are reused by the
+  // next type call at no cost) and calls `on_keymap_left_dirty` (with the display mutex held);
+  // the owner restores later, once no key was sent for a while (KeymapRestorer). False: restore
+  // at every release_all_checked().
+  bool defer_restore = false;
+  std::function<void()> on_keymap_left_dirty;
 };
 
 // What typing did, for honest action details (never contains the text).
@@ -83,6 +104,11 @@ class InputDevice {
   Status restore_keymap_checked();
   // True while some spare keycode is remapped.
   bool keymap_dirty() const;
+  // steady_us() of the last key event sent (0: none yet).
+  std::int64_t last_key_us() const { return last_key_us_; }
+  // The display is going away: every later call fails with "input-dispatch-failed" and the
+  // destructor touches nothing (no release, no restore on a dying server).
+  void abandon();
 
   // XTest events injected so far.
   std::uint64_t event_count() const { return events_; }
@@ -97,11 +123,11 @@ class InputDevice {
   void fake_key(unsigned keycode, bool down);
   void fake_button(int button, bool down);
   void fake_motion(int x, int y);
-  Status barrier(TypeReport* report);
+  Status barrier(TypeReport* report, std::int64_t settle_ms);
   void start_watch();
   void send_remaps(const std::vector<unsigned>& keycodes);
   std::set<unsigned long> focus_windows();
-  Status await_fetch(TypeReport* report);
+  Status await_fetch(const std::vector<unsigned>& keycodes, TypeReport* report);
   struct Stroke {
     unsigned keycode;
     unsigned mods;  // real modifier mask the level needs
@@ -118,6 +144,10 @@ class InputDevice {
   std::uint64_t markers_ = 0;
   std::set<unsigned> held_keys_;
   std::set<int> held_buttons_;
+  std::int64_t last_key_us_ = 0;
+  bool abandoned_ = false;
+  // A deferred restore that failed: reported by the next release_all_checked().
+  std::optional<Error> restore_error_;
 };
 
 }  // namespace evident

@@ -1,0 +1,69 @@
+#include "display_input.h"
+
+#include <mutex>
+
+#include "evident/input/input.h"
+#include "evident/input/restorer.h"
+
+namespace evident {
+namespace {
+
+class InputAttachment final : public DisplayAttachment {
+ public:
+  explicit InputAttachment(OwnedDisplay& d) : d_(d) {}
+
+  Result<std::shared_ptr<InputDevice>> get(const std::weak_ptr<OwnedDisplay>& weak) {
+    std::lock_guard<std::mutex> lock(d_.x_mutex());
+    if (detached_ || !d_.dpy() || !d_.alive()) {
+      return make_error("display-generation-mismatch", "the display is no longer running");
+    }
+    if (device_) return device_;
+    InputOptions opts;
+    opts.open_aux = [weak]() -> ::Display* {
+      auto d = weak.lock();
+      if (!d) return nullptr;
+      auto c = d->open_connection();
+      return c.ok() ? *c : nullptr;
+    };
+    opts.defer_restore = true;
+    opts.on_keymap_left_dirty = [this] {
+      if (restorer_) restorer_->arm();
+    };
+    auto dev = InputDevice::create(d_.dpy(), opts);
+    if (!dev.ok()) return dev.error();
+    device_ = std::shared_ptr<InputDevice>(std::move(*dev));
+    restorer_ = std::make_unique<KeymapRestorer>(*device_, d_.x_mutex(), kRestoreIdleMs);
+    return device_;
+  }
+
+  void detach() override {
+    std::unique_ptr<KeymapRestorer> restorer;
+    {
+      std::lock_guard<std::mutex> lock(d_.x_mutex());
+      detached_ = true;
+      restorer = std::move(restorer_);
+    }
+    restorer.reset();  // joins its thread, which may be waiting for x_mutex
+    std::lock_guard<std::mutex> lock(d_.x_mutex());
+    // The server is about to stop: no release or keymap restore on it. Executors still holding
+    // the device get "input-dispatch-failed" from now on.
+    if (device_) device_->abandon();
+  }
+
+ private:
+  OwnedDisplay& d_;
+  bool detached_ = false;
+  std::shared_ptr<InputDevice> device_;
+  std::unique_ptr<KeymapRestorer> restorer_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<InputDevice>> display_input(const std::shared_ptr<OwnedDisplay>& display) {
+  OwnedDisplay* raw = display.get();
+  auto a = display->attachment([raw] { return std::make_shared<InputAttachment>(*raw); });
+  if (!a) return make_error("display-generation-mismatch", "the display is no longer running");
+  return static_cast<InputAttachment&>(*a).get(display);
+}
+
+}  // namespace evident
