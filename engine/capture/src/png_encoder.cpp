@@ -7,6 +7,9 @@
 
 #include <libdeflate.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifdef EVIDENT_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
 #endif
@@ -42,10 +45,10 @@ void put_chunk(std::string& out, const char type[4], const std::string& data) {
   put_u32(out, static_cast<std::uint32_t>(crc));
 }
 
+// libdeflate's CRC-32 (carry-less multiply) is about 4x zlib's on the band outputs; same CRC.
 std::uint32_t idat_crc(const std::string& data) {
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>("IDAT"), 4);
-  return static_cast<std::uint32_t>(
-      crc32(crc, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+  std::uint32_t crc = libdeflate_crc32(0, "IDAT", 4);
+  return libdeflate_crc32(crc, data.data(), data.size());
 }
 
 // One raw-deflate stream per thread, reset per band: allocation happens once per thread.
@@ -181,6 +184,21 @@ Deflater& thread_deflater() {
 
 using Band = EncodedBand;
 
+// out[i] = a[i] - b[i] for i in [0, n): 16 bytes per step where SSE2 exists (every x86-64), which
+// made the filter 4x cheaper than the byte loop the compiler kept at -O2 (it cannot rule out
+// aliasing). Wrapping byte arithmetic, so the result is the same either way.
+void subtract_bytes(const std::uint8_t* a, const std::uint8_t* b, int n, std::uint8_t* out) {
+  int i = 0;
+#ifdef __SSE2__
+  for (; i + 16 <= n; i += 16) {
+    __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_sub_epi8(va, vb));
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<std::uint8_t>(a[i] - b[i]);
+}
+
 void filter_row(PngFilter filter, const std::uint8_t* cur, const std::uint8_t* prev, int bytes,
                 std::uint8_t* out) {
   switch (filter) {
@@ -188,17 +206,19 @@ void filter_row(PngFilter filter, const std::uint8_t* cur, const std::uint8_t* p
       out[0] = 0;
       std::memcpy(out + 1, cur, bytes);
       return;
-    case PngFilter::kSub:
+    case PngFilter::kSub: {
       out[0] = 1;
-      for (int i = 0; i < 3 && i < bytes; ++i) out[1 + i] = cur[i];
-      for (int i = 3; i < bytes; ++i) out[1 + i] = static_cast<std::uint8_t>(cur[i] - cur[i - 3]);
+      const int head = std::min(3, bytes);
+      std::memcpy(out + 1, cur, head);
+      if (bytes > 3) subtract_bytes(cur + 3, cur, bytes - 3, out + 4);
       return;
+    }
     case PngFilter::kUp:
       out[0] = 2;
       if (prev == nullptr) {
         std::memcpy(out + 1, cur, bytes);
       } else {
-        for (int i = 0; i < bytes; ++i) out[1 + i] = static_cast<std::uint8_t>(cur[i] - prev[i]);
+        subtract_bytes(cur, prev, bytes, out + 1);
       }
       return;
   }
