@@ -10,9 +10,14 @@
 #include <xcb/xcb.h>
 #undef Status  // Xlib's macro would shadow evident::Status
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "evident/capture/capture.h"
 #include "png_encoder.h"
@@ -31,6 +36,73 @@ bool env_forces_no_shm() {
 
 // Rows of the grabbed server image, converted into 64-row stripes in parallel.
 constexpr int kConvertRows = 64;
+
+// capture_png() asks the server for the frame in this many horizontal strips.
+constexpr int kGrabStrips = 4;
+
+// A full-frame MIT-SHM grab requested as a few strips at once (each into its own place in the
+// shared segment), so the first bands are encoded while the server is still copying the rest:
+// the copy happens in the X server's process and would otherwise leave our workers idle. Strip
+// replies are collected in order by whichever worker first needs their rows.
+class StripGrab {
+ public:
+  StripGrab(xcb_connection_t* conn, xcb_window_t root, xcb_shm_seg_t seg, int width, int height,
+            std::size_t stride, int strip_rows)
+      : conn_(conn), stride_(stride), height_(height) {
+    for (int y = 0; y < height; y += strip_rows) {
+      const int rows = std::min(strip_rows, height - y);
+      cookies_.push_back(xcb_shm_get_image(conn, root, 0, static_cast<std::int16_t>(y),
+                                           static_cast<std::uint16_t>(width),
+                                           static_cast<std::uint16_t>(rows), ~0u,
+                                           XCB_IMAGE_FORMAT_Z_PIXMAP, seg,
+                                           static_cast<std::uint32_t>(stride * y)));
+      ends_.push_back(y + rows);
+    }
+    xcb_flush(conn);
+  }
+  StripGrab(const StripGrab&) = delete;
+  StripGrab& operator=(const StripGrab&) = delete;
+  ~StripGrab() { (void)finish(); }
+
+  // Returns once rows [0, y_end) are in the segment (or a strip failed: then the rows are stale
+  // and finish() reports it; callers go on and the frame is discarded).
+  void wait_rows(int y_end) {
+    if (y_end <= ready_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    while (ready_.load(std::memory_order_relaxed) < y_end && next_ < cookies_.size()) collect_one();
+  }
+
+  // Collects every outstanding reply. False if any strip failed or came back short.
+  bool finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (next_ < cookies_.size()) collect_one();
+    return !failed_;
+  }
+
+ private:
+  void collect_one() {
+    xcb_generic_error_t* err = nullptr;
+    xcb_shm_get_image_reply_t* reply = xcb_shm_get_image_reply(conn_, cookies_[next_], &err);
+    const int y0 = next_ == 0 ? 0 : ends_[next_ - 1];
+    if (reply == nullptr || reply->size < stride_ * static_cast<std::size_t>(ends_[next_] - y0)) {
+      failed_ = true;
+    }
+    std::free(reply);
+    std::free(err);
+    ++next_;
+    ready_.store(failed_ ? height_ : ends_[next_ - 1], std::memory_order_release);
+  }
+
+  xcb_connection_t* conn_;
+  std::size_t stride_;
+  int height_;
+  std::vector<xcb_shm_get_image_cookie_t> cookies_;
+  std::vector<int> ends_;  // first row after each strip
+  std::mutex mu_;
+  std::size_t next_ = 0;   // next reply to collect (under mu_)
+  bool failed_ = false;    // under mu_
+  std::atomic<int> ready_{0};
+};
 
 class XcbCapturer final : public Capturer {
  public:
@@ -105,13 +177,29 @@ class XcbCapturer final : public Capturer {
   // most of the screen stays the same. Reuse is decided by comparing the rows themselves (not
   // by DAMAGE), so a reused band is byte-identical to a fresh encode by construction.
   Result<PngFrame> capture_png() override {
-    auto pixels = fetch(0, 0, width_, height_);
-    if (!pixels.ok()) return pixels.error();
-    const std::uint8_t* src = *pixels;
+    const PngOptions options;
+    const std::uint8_t* src = nullptr;
+    std::unique_ptr<StripGrab> strips;
+    if (shm_attached_) {
+      // Strips of whole bands, so a band never waits for two strips.
+      const int band_rows = options.band_rows;
+      const int bands = (height_ + band_rows - 1) / band_rows;
+      const int strip_rows = (bands + kGrabStrips - 1) / kGrabStrips * band_rows;
+      strips = std::make_unique<StripGrab>(conn_, root_, shm_seg_, width_, height_,
+                                           stride(width_), strip_rows);
+      src = shm_addr_;
+    } else {
+      auto pixels = fetch(0, 0, width_, height_);
+      if (!pixels.ok()) return pixels.error();
+      src = *pixels;
+    }
+    StripGrab* grab = strips.get();
+    auto wait_rows = [grab](int y_end) {
+      if (grab != nullptr) grab->wait_rows(y_end);
+    };
     const std::size_t src_stride = stride(width_);
     const PixelFormat format = format_;
     const int width = width_;
-    const PngOptions options;
     const std::size_t frame_bytes = src_stride * static_cast<std::size_t>(height_);
     if (previous_.size() != frame_bytes) {
       previous_.assign(frame_bytes, 0);
@@ -121,6 +209,7 @@ class XcbCapturer final : public Capturer {
     detail::BandReuse reuse;
     reuse.cache = &bands_;
     reuse.unchanged = [&](int, int y0, int y1) {
+      wait_rows(y1);
       // With the "up" filter a band's first row is coded against the row above it.
       int from = options.filter == PngFilter::kUp && y0 > 0 ? y0 - 1 : y0;
       std::size_t at = src_stride * static_cast<std::size_t>(from);
@@ -131,13 +220,21 @@ class XcbCapturer final : public Capturer {
       std::memcpy(previous + at, src + at, src_stride * static_cast<std::size_t>(y1 - y0));
     };
     // Conversion runs inside the band workers: one pass over the pixels instead of two.
-    return detail::encode_png_rows(
+    auto frame = detail::encode_png_rows(
         width_, height_,
-        [src, src_stride, format, width](int row, std::uint8_t* scratch) {
+        [src, src_stride, format, width, &wait_rows](int row, std::uint8_t* scratch) {
+          wait_rows(row + 1);
           convert_row_to_rgb(format, src + src_stride * row, width, scratch);
           return static_cast<const std::uint8_t*>(scratch);
         },
         options, reuse_bands_ ? &reuse : nullptr);
+    if (grab != nullptr && !grab->finish()) {
+      // Bands may have been built (and rows remembered) from stale segment contents.
+      bands_.clear();
+      previous_.clear();
+      return failed("XShmGetImage failed or returned a short image");
+    }
+    return frame;
   }
 
   void set_band_reuse(bool on) { reuse_bands_ = on; }
