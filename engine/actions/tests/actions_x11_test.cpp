@@ -121,7 +121,8 @@ TEST(ActionsX11, ClicksMultiClicksAndButtonsArriveWhereSent) {
     EXPECT_EQ(presses[i]["button"], 3);
     EXPECT_EQ(presses[i]["x_root"], 300);
   }
-  EXPECT_EQ(rig.wait_events("button_release", 6).size(), 6u);
+  // On failure, the whole log shows which event is missing.
+  EXPECT_EQ(rig.wait_events("button_release", 6).size(), 6u) << test::read_file_or_empty(rig.log);
   EXPECT_EQ(rig.wait_events("button_clicked", 1).size(), 1u);
 }
 
