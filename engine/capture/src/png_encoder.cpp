@@ -60,6 +60,7 @@ struct Deflater {
 #ifdef EVIDENT_HAVE_ISAL
   std::unique_ptr<isal_zstream> isal;  // large (holds its history buffer): on the heap
   std::vector<std::uint8_t> isal_level_buf;
+  std::vector<std::uint8_t> isal_out;  // deflate output before it is copied to the band
 #endif
 
   ~Deflater() {
@@ -97,25 +98,25 @@ bool deflate_zlib(Deflater& d, int level, bool last, std::string& out, std::size
 }
 
 #ifdef EVIDENT_HAVE_ISAL
-// Feeds `n` bytes to the stream and collects its output after the `done` bytes already at
-// `out[prefix..]`, growing `out` as needed. `end` ends the deflate stream, otherwise the call ends
-// with a sync flush (byte aligned, not final).
+// Feeds `n` bytes to the stream and collects its output in `buf` after the `done` bytes already
+// there, growing `buf` as needed (a per-thread buffer: growing a std::string per band zero-filled
+// ~7 MB per frame). `end` ends the deflate stream, otherwise the call ends with a sync flush
+// (byte aligned, not final).
 bool isal_feed(isal_zstream& s, const std::uint8_t* data, std::size_t n, bool end,
-               std::string& out, std::size_t prefix, std::size_t& done) {
+               std::vector<std::uint8_t>& buf, std::size_t& done) {
   s.end_of_stream = end ? 1 : 0;
   s.flush = end ? NO_FLUSH : SYNC_FLUSH;
   s.next_in = const_cast<std::uint8_t*>(data);
   s.avail_in = static_cast<std::uint32_t>(n);
-  std::size_t cap = std::max(out.size() - prefix, done + n + n / 8 + 4096);
+  if (buf.size() < done + n + n / 8 + 4096) buf.resize(done + n + n / 8 + 4096);
   for (;;) {
-    out.resize(prefix + cap);
-    s.next_out = reinterpret_cast<std::uint8_t*>(out.data() + prefix + done);
-    s.avail_out = static_cast<std::uint32_t>(cap - done);
+    s.next_out = buf.data() + done;
+    s.avail_out = static_cast<std::uint32_t>(buf.size() - done);
     if (isal_deflate(&s) != COMP_OK) return false;
-    done = cap - s.avail_out;
+    done = buf.size() - s.avail_out;
     // Output space left over means everything, flush or final block included, was written.
     if (s.avail_out > 0) break;
-    cap *= 2;
+    buf.resize(buf.size() * 2);
   }
   if (s.avail_in != 0) return false;
   return !end || s.internal_state.state == ZSTATE_END;
@@ -139,10 +140,11 @@ constexpr std::size_t kIsalLevelBuf[4] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_D
 enum class IsalOutcome { kOk, kFailed, kUseZlib };
 
 // Raw deflate of data[0..n) appended to `out` after `prefix` bytes, with a stream that has been
-// constructed by the caller (its address is what the ISA-L defect depended on).
+// constructed by the caller (its address is what the ISA-L defect depended on); `buf` is scratch.
 IsalOutcome deflate_isal_into(isal_zstream& s, std::vector<std::uint8_t>& level_buf,
-                              const std::uint8_t* data, std::size_t n, int level, bool last,
-                              std::string& out, std::size_t prefix) {
+                              std::vector<std::uint8_t>& buf, const std::uint8_t* data,
+                              std::size_t n, int level, bool last, std::string& out,
+                              std::size_t prefix) {
   if (level_buf.size() < kIsalLevelBuf[level]) level_buf.resize(kIsalLevelBuf[level]);
   isal_deflate_init(&s);
   s.level = static_cast<std::uint32_t>(level);
@@ -150,22 +152,22 @@ IsalOutcome deflate_isal_into(isal_zstream& s, std::vector<std::uint8_t>& level_
   s.level_buf_size = static_cast<std::uint32_t>(kIsalLevelBuf[level]);
   std::size_t head = 0;
   std::size_t done = 0;
-  out.resize(prefix);
   if (level > 0 && n > kIsalFinishOnly) {
     head = kIsalPrimeBytes;
-    if (!isal_feed(s, data, head, false, out, prefix, done)) return IsalOutcome::kFailed;
+    if (!isal_feed(s, data, head, false, buf, done)) return IsalOutcome::kFailed;
     // Another ISA-L build may route the first bytes differently; never let the faulty path run.
     if (s.internal_state.has_hist != IGZIP_HIST) return IsalOutcome::kUseZlib;
   }
-  if (!isal_feed(s, data + head, n - head, last, out, prefix, done)) return IsalOutcome::kFailed;
-  out.resize(prefix + done);
+  if (!isal_feed(s, data + head, n - head, last, buf, done)) return IsalOutcome::kFailed;
+  out.resize(prefix);
+  out.append(reinterpret_cast<const char*>(buf.data()), done);
   return IsalOutcome::kOk;
 }
 
 bool deflate_isal(Deflater& d, int level, bool last, std::string& out, std::size_t prefix) {
   if (!d.isal) d.isal = std::make_unique<isal_zstream>();
-  switch (deflate_isal_into(*d.isal, d.isal_level_buf, d.filtered.data(), d.filtered.size(),
-                            level, last, out, prefix)) {
+  switch (deflate_isal_into(*d.isal, d.isal_level_buf, d.isal_out, d.filtered.data(),
+                            d.filtered.size(), level, last, out, prefix)) {
     case IsalOutcome::kOk:
       return true;
     case IsalOutcome::kUseZlib:
@@ -291,9 +293,10 @@ bool isal_deflate_band_at(void* storage, const std::uint8_t* filtered, std::size
                           bool last, std::string* out) {
   if (level < 0 || level > 3) return false;
   auto* s = new (storage) isal_zstream();
-  std::vector<std::uint8_t> level_buf;
+  std::vector<std::uint8_t> level_buf, buf;
   out->clear();
-  return deflate_isal_into(*s, level_buf, filtered, n, level, last, *out, 0) == IsalOutcome::kOk;
+  return deflate_isal_into(*s, level_buf, buf, filtered, n, level, last, *out, 0) ==
+         IsalOutcome::kOk;
 }
 #else
 bool isal_available() { return false; }
