@@ -3,15 +3,20 @@
 // typed text, pasted text), that a refused batch injects nothing, and that settle/observe report honestly.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "evident/actions/batch.h"
 #include "evident/actions/executor.h"
 #include "evident/capture/capture.h"
+#include "evident/core/fs.h"
 #include "evident/core/sha256.h"
 #include "x11_harness.h"  // includes Xlib last
 #include <X11/Xatom.h>
+#define Status int  // Xlib's Status, which x11_harness.h #undef'd for evident::Status
+#include <X11/extensions/Xfixes.h>
+#undef Status
 
 namespace evident {
 namespace {
@@ -206,6 +211,92 @@ TEST(ActionsX11, PasteDeliversUnicodeThroughTheClipboard) {
   // The claim in the detail, checked on the server: the selections have no owner any more.
   EXPECT_EQ(XGetSelectionOwner(rig.dpy, XInternAtom(rig.dpy, "CLIPBOARD", False)), static_cast<Window>(None));
   EXPECT_EQ(XGetSelectionOwner(rig.dpy, XA_PRIMARY), static_cast<Window>(None));
+  char keys[32];
+  XQueryKeymap(rig.dpy, keys);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(keys[i], 0) << "key byte " << i << " still held after paste";
+  ::Window root_ret, child_ret;
+  int rx, ry, wx, wy;
+  unsigned int mask = 0;
+  ASSERT_TRUE(XQueryPointer(rig.dpy, DefaultRootWindow(rig.dpy), &root_ret, &child_ret, &rx, &ry, &wx, &wy, &mask));
+  EXPECT_EQ(mask & (Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask | ControlMask), 0u);
+}
+
+// Proves that paste works when another real client (xclip) owned CLIPBOARD before: the fixture
+// receives exactly our text (not the previous owner's), the detail says the previous owner was
+// not restored, nothing stays held, and afterwards neither selection has an owner.
+TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  // An observer connection of our own, told by XFixes when CLIPBOARD changes hands.
+  ::Display* obs = rig.xvfb.open();
+  ASSERT_NE(obs, nullptr);
+  int fixes_event = 0, fixes_error = 0;
+  ASSERT_TRUE(XFixesQueryExtension(obs, &fixes_event, &fixes_error));
+  const Atom clipboard = XInternAtom(obs, "CLIPBOARD", False);
+  XFixesSelectSelectionInput(obs, DefaultRootWindow(obs), clipboard, XFixesSetSelectionOwnerNotifyMask);
+  XSync(obs, False);
+  // Waits (XFixes events, bounded) until `done(owner)` holds for CLIPBOARD's current owner.
+  auto wait_owner = [&](const std::function<bool(Window)>& done) {
+    const auto deadline = test::now_ms() + 5000;
+    Window owner = XGetSelectionOwner(obs, clipboard);
+    while (!done(owner) && test::now_ms() < deadline) {
+      pollfd p{ConnectionNumber(obs), POLLIN, 0};
+      if (!XPending(obs)) poll(&p, 1, static_cast<int>(std::max<std::int64_t>(1, deadline - test::now_ms())));
+      while (XPending(obs)) {
+        XEvent ev;
+        XNextEvent(obs, &ev);
+      }
+      owner = XGetSelectionOwner(obs, clipboard);
+    }
+    return owner;
+  };
+
+  const std::string previous = "previous owner's text";
+  const std::string file = rig.xvfb.dir() + "/previous.txt";
+  ASSERT_TRUE(write_file_atomic(file, previous).ok());
+  // -quiet keeps xclip in the foreground (so the test owns and reaps it); it serves CLIPBOARD
+  // until another client takes the selection.
+  test::Child xclip = test::spawn({"xclip", "-quiet", "-selection", "clipboard", file}, false);
+  ASSERT_GT(xclip.pid, 0);
+  const Window xclip_owner = wait_owner([](Window w) { return w != None; });
+  ASSERT_NE(xclip_owner, static_cast<Window>(None)) << "xclip never took CLIPBOARD";
+
+  const std::string want = "Gr\u00fc\u00dfe \u4e16\u754c";
+  auto r = rig.run(R"({"actions":[{"type":"paste","text":"Gr\u00fc\u00dfe \u4e16\u754c"}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& res = (*r)["results"][0];
+  EXPECT_EQ(res["status"], "injected") << res.dump();
+  const std::string detail = res["detail"];
+  EXPECT_NE(detail.find("CLIPBOARD and PRIMARY released; previous owner not restored"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find(want), std::string::npos) << "secret text leaked into the detail";
+  EXPECT_EQ(detail.find(previous), std::string::npos) << detail;
+
+  auto pastes = rig.wait_events("paste", 1);
+  ASSERT_EQ(pastes.size(), 1u);
+  EXPECT_EQ(pastes[0]["selection"], "CLIPBOARD");
+  EXPECT_EQ(pastes[0]["ok"], true);
+  EXPECT_EQ(pastes[0]["text"].get<std::string>(), want);
+  auto texts = rig.wait_events("text", 1);
+  ASSERT_FALSE(texts.empty());
+  EXPECT_EQ(texts.back()["value"].get<std::string>(), want);
+
+  // The previous owner lost CLIPBOARD for good: xclip exits on SelectionClear, and nobody owns
+  // either selection after the action (the detail's "released" claim, checked on the server).
+  EXPECT_EQ(wait_owner([](Window w) { return w == None; }), static_cast<Window>(None));
+  EXPECT_EQ(XGetSelectionOwner(obs, XA_PRIMARY), static_cast<Window>(None));
+  {
+    const auto deadline = test::now_ms() + 5000;
+    int st = 0;
+    pid_t got = 0;
+    while ((got = waitpid(xclip.pid, &st, WNOHANG)) == 0 && test::now_ms() < deadline) {
+      poll(nullptr, 0, 5);  // bounded reaping loop: xclip's exit is the condition
+    }
+    EXPECT_EQ(got, xclip.pid) << "xclip still running after losing CLIPBOARD";
+    if (got == xclip.pid) xclip.pid = -1;
+  }
+  XCloseDisplay(obs);
+
+  std::lock_guard<std::mutex> lock(rig.mu);
   char keys[32];
   XQueryKeymap(rig.dpy, keys);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(keys[i], 0) << "key byte " << i << " still held after paste";

@@ -83,6 +83,10 @@ void SelectionServer::serve() {
         XChangeProperty(dpy_, req.requestor, reply.property, type, 8, PropModeReplace,
                         reinterpret_cast<const unsigned char*>(text_.data()),
                         static_cast<int>(text_.size()));
+        // Under mu_: wait_fetched checks the count and starts waiting under mu_, so the
+        // notification below cannot fall between its check and its wait (a lost wake-up that
+        // could make paste sit out its whole 2 s bound).
+        std::lock_guard<std::mutex> lock(mu_);
         ++text_requests_;
       } else {
         reply.property = None;
