@@ -376,6 +376,7 @@ Json Engine::call(const Actor& actor, std::string_view request_json) {
 Json Engine::call(const Actor& actor, const Json& request) { return impl_->dispatch(actor, request); }
 
 DisplayManager& Engine::displays() { return *impl_->displays; }
+SessionManager& Engine::sessions() { return *impl_->sessions; }
 const EngineOptions& Engine::options() const { return impl_->options; }
 
 }  // namespace evident

@@ -748,6 +748,15 @@ void SessionManager::abort_all() {
   cv_.notify_all();
 }
 
+bool SessionManager::wait_ended(const std::string& session_id, std::int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Every ending sets the phase and clears busy under mu_, then notifies cv_.
+  return cv_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(0, timeout_ms)), [&] {
+    auto it = records_.find(session_id);
+    return it != records_.end() && !it->second->live() && !it->second->busy;
+  });
+}
+
 std::size_t SessionManager::live_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::size_t n = 0;

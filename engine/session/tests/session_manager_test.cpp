@@ -358,6 +358,27 @@ TEST_F(SessionTest, StageDeadlineIs180SecondsFromAdmission) {
   EXPECT_EQ(code(status(sid)), "session-not-found");
 }
 
+// wait_ended wakes on the expiry itself (another thread expires the session while the waiter
+// blocks), reports a live session as not ended when its bound passes, and an unknown id as not
+// ended.
+TEST_F(SessionTest, WaitEndedWakesOnExpiryAndTimesOutOtherwise) {
+  std::string sid = to_phase("stage");
+  EXPECT_FALSE(mgr_->wait_ended(sid, 1));
+  EXPECT_FALSE(mgr_->wait_ended("sess-unknown", 1));
+  std::promise<void> waiting;
+  std::thread expirer([&] {
+    waiting.get_future().wait();
+    clock_.advance_ms(180000);
+    EXPECT_EQ(mgr_->expire_due(), 1u);
+  });
+  waiting.set_value();
+  EXPECT_TRUE(mgr_->wait_ended(sid, 10000));
+  expirer.join();
+  EXPECT_FALSE(world_.locked[1]);
+  EXPECT_EQ(world_.leases_open, 0);
+  EXPECT_TRUE(mgr_->wait_ended(sid, 0));  // already ended: no wait at all
+}
+
 TEST_F(SessionTest, ExpiryAppliesWithoutTheReaperOnTheNextCall) {
   std::string sid = to_phase("stage");
   clock_.advance_ms(180000);

@@ -9,12 +9,12 @@
 #include <chrono>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "evident/display/display.h"
 #include "evident/receipts/verify.h"
+#include "evident/session/manager.h"
 #include "x11_harness.h"
 
 namespace evident {
@@ -267,6 +267,7 @@ TEST(SessionX11, RealExpiryReleasesTheDisplayWithoutAnyCall) {
   EngineHarness h;
   ::unsetenv("EVIDENT_SESSION_STAGE_TIMEOUT_MS");
   ASSERT_FALSE(h.launch_app().empty());
+  const auto before_begin = std::chrono::steady_clock::now();
   Json b = h.begin();
   ASSERT_EQ(code_of(b), "ok") << b.dump();
   std::string sid = b["session_id"];
@@ -274,12 +275,12 @@ TEST(SessionX11, RealExpiryReleasesTheDisplayWithoutAnyCall) {
   auto d = h.engine().displays().get(h.display_id(), h.generation());
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE((*d)->session_holder().has_value());
-  // Wait (bounded) for the reaper to give the display lock back; no session call is made. This
-  // polls a condition with a deadline: expiry injects nothing, so there is no event to wait on.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while ((*d)->session_holder().has_value() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  // Wait (bounded) for the reaper's expiry event — the manager's condition variable, notified
+  // once cleanup ran — without making any session call; then the display lock must be free.
+  ASSERT_TRUE(h.engine().sessions().wait_ended(sid, 10000)) << "the reaper did not expire the session";
+  // Not before its deadline (admission + 800 ms, admission after `before_begin`; 10 ms for the
+  // manager's whole-ms clock).
+  EXPECT_GE(std::chrono::steady_clock::now() - before_begin, std::chrono::milliseconds(790));
   EXPECT_FALSE((*d)->session_holder().has_value());
   EXPECT_EQ(code_of(h.session(actions_req(sid, 0, Json::array({click(245, 105)})))), "session-expired");
   EXPECT_EQ(code_of(h.session(Json{{"op", "status"}, {"session_id", sid}})), "session-expired");

@@ -14,6 +14,7 @@
 namespace evident {
 
 class DisplayManager;
+class SessionManager;
 
 // Who made a request, resolved by the control surface — never taken from request fields.
 struct Actor {
@@ -66,6 +67,8 @@ class Engine {
 
   // The displays and apps this engine owns (for in-process users: sessions, bindings, tests).
   DisplayManager& displays();
+  // The session state machine (e.g. SessionManager::wait_ended for tests waiting on the reaper).
+  SessionManager& sessions();
   const EngineOptions& options() const;
 
  private:

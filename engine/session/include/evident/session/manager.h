@@ -61,6 +61,14 @@ class SessionManager {
   // Aborts every live session (cleanup runs); used at shutdown. Waits for requests in flight.
   void abort_all();
 
+  // Waits until session `session_id` has ended (expired, aborted, failed or closed) and its
+  // cleanup ran — held input released, the display's session lock given back — or until
+  // `timeout_ms` (steady time, independent of the Clock) passed. Returns whether it ended; an
+  // unknown id is "not ended". Wakes on the manager's own condition variable, which every
+  // ending (the reaper's expiry included) notifies, so callers (tests) wait on the event
+  // instead of polling state. No error ids.
+  bool wait_ended(const std::string& session_id, std::int64_t timeout_ms);
+
   std::size_t live_count() const;
   // Whether `display_id` is held by a live session (so `cu actions` can be refused).
   bool display_in_session(std::int64_t display_id) const;
