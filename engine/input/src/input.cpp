@@ -600,6 +600,7 @@ Status InputDevice::restore_keymap_checked() {
   // Nothing remapped any more: stop recording every client's requests until the next remap.
   watch_.reset();
   watch_tried_ = false;
+  markers_ = 0;  // a new watch counts its markers from zero
   return ok_status();
 }
 

@@ -251,7 +251,13 @@ bool RecordWatch::wait_fetched(std::uint64_t marker, const std::set<XID>& client
       }
     }
     if (ready) return true;
-    if (now >= deadline_us || stopping_) return false;
+    if (now >= deadline_us || stopping_) {
+      if (markers_seen_ < marker) trace("timeout-no-marker", 0, 0, 0);
+      for (XID c : clients) {
+        if (!has_fetched(c & base_mask_, keycodes)) trace("timeout-unfetched", c & base_mask_, 0, 0);
+      }
+      return false;
+    }
     cv_.wait_for(lock, std::chrono::microseconds(std::max<std::int64_t>(100, next_check_us - now)));
   }
 }
@@ -288,7 +294,13 @@ bool RecordWatch::wait(std::uint64_t marker, const std::vector<unsigned>& keycod
     }
     if (clients_out) *clients_out = static_cast<int>(receivers_.size());
     if (ready) return true;
-    if (now >= deadline_us || stopping_) return false;
+    if (now >= deadline_us || stopping_) {
+      if (markers_seen_ < marker) trace("timeout-no-marker", 0, 0, 0);
+      for (XID c : receivers_) {
+        if (!has_fetched(c, keycodes)) trace("timeout-unfetched", c, 0, 0);
+      }
+      return false;
+    }
     cv_.wait_for(lock, std::chrono::microseconds(std::max<std::int64_t>(100, next_check_us - now)));
   }
 }

@@ -243,6 +243,29 @@ TEST(InputX11, DeferredRestoreReusesMappingsThenRestoresOnceIdle) {
     EXPECT_FALSE(input->keymap_dirty());
   }
   EXPECT_EQ(full_keymap(dpy), before);
+  // After the restore (and the RECORD watch closed with it), typing remaps again with full
+  // evidence: no wait ends on its time bound.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto r = input->type(*cps);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->remapped, 4);
+    EXPECT_EQ(r->fetch_waits, 1);
+    EXPECT_EQ(r->barrier_timeouts, 0);
+    KeyChord enter{{0xff0d}};
+    ASSERT_TRUE(input->press_chord(enter).ok());
+    ASSERT_TRUE(input->release_chord(enter).ok());
+    ASSERT_TRUE(input->release_all_checked().ok());
+  }
+  tk.read_until([&](const std::string& b) { return submitted(b).size() > 2; }, 5000);
+  const auto got = submitted(tk.buffer);
+  ASSERT_GT(got.size(), 2u);
+  EXPECT_EQ(got[2], text) << "after the restore";
+  const auto start = steady_us();
+  ASSERT_TRUE(restorer->wait_restores(2, 10000));
+  EXPECT_LT(steady_us() - start, 2'500'000) << "the second restore passed its barrier on evidence, not on a time bound";
+  EXPECT_TRUE(restorer->last_status()->ok());
+  EXPECT_EQ(full_keymap(dpy), before);
   restorer.reset();
   input.reset();
   XCloseDisplay(dpy);
