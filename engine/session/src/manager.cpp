@@ -152,6 +152,10 @@ void apply_session_timeout_env(SessionOptions* options) {
   if (auto v = env_ms("EVIDENT_SESSION_POST_FREEZE_TIMEOUT_MS")) options->post_freeze_timeout_ms = v;
 }
 
+std::int64_t SessionManager::session_wall(const Record& r) const {
+  return r.started_wall + (now_ms() - r.started_mono);
+}
+
 SessionManager::SessionManager(SessionBackend& backend, SessionOptions options)
     : backend_(backend),
       options_(std::move(options)),
@@ -507,7 +511,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       std::lock_guard<std::mutex> lock(mu_);
       r->freeze_frame = sha;
       r->frame = info;
-      r->frozen_wall = clock_->wall_ms();
+      r->frozen_wall = session_wall(*r);
       r->deadline_mono = now_ms() + options_.post_freeze_timeout_ms;
       r->phase = "frozen";
       r->sequence += 1;
@@ -527,7 +531,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
                                          info["width"].get<std::int64_t>(),
                                          info["height"].get<std::int64_t>()};
       r->frame = info;
-      r->observed_wall = clock_->wall_ms();
+      r->observed_wall = session_wall(*r);
       r->phase = "observed";
       r->sequence += 1;
       r->busy = false;
@@ -547,7 +551,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       in.started_wall_ms = r->started_wall;
       in.frozen_wall_ms = r->frozen_wall;
       in.observed_wall_ms = r->observed_wall;
-      in.completed_wall_ms = std::max(clock_->wall_ms(), r->observed_wall);
+      in.completed_wall_ms = std::max(session_wall(*r), r->observed_wall);
       in.elapsed_ms = now_ms() - r->started_mono;
       in.initial_frame_sha256 = r->initial_frame;
       in.actions = r->actions;

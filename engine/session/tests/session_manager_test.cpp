@@ -186,6 +186,37 @@ TEST_F(SessionTest, FullSessionProducesAVerifiableReceiptAndCleansUp) {
   EXPECT_EQ(code(begin(1, "attempt-1")), "ok");
 }
 
+// Proves: a wall clock stepped back an hour mid-session still yields a verifiable receipt whose
+// timestamps follow the session's own (monotonic) order.
+TEST_F(SessionTest, WallClockStepBackMidSessionStillFinishes) {
+  Json b = begin();
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  ASSERT_EQ(code(clicks(sid, 0, 1)), "ok");
+  clock_.advance_ms(1500);
+  clock_.step_wall_ms(-3600 * 1000);
+  Json f = simple("freeze", sid, 1);
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  Json o = observe(sid, 2);
+  ASSERT_EQ(code(o), "ok") << o.dump();
+  clock_.advance_ms(10);
+  Json fin = finish(sid, 3, o["frame"]["sha256"]);
+  ASSERT_EQ(code(fin), "ok") << fin.dump();
+  const Json& receipt = fin["receipt"];
+  std::int64_t started = 0, completed = 0, frozen = 0;
+  ASSERT_TRUE(parse_rfc3339_ms(b["started_at"], &started));
+  ASSERT_TRUE(parse_rfc3339_ms(f["frozen_at"], &frozen));
+  ASSERT_TRUE(parse_rfc3339_ms(receipt["completed_at"], &completed));
+  EXPECT_EQ(frozen - started, 1500);
+  EXPECT_EQ(completed - started, 1510);
+  VerifyOptions vo;
+  vo.frames_dir = b["evidence_dir"];
+  vo.expect_job_sha256 = kJob;
+  VerifyReport rep = verify_receipt(receipt, vo);
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  EXPECT_EQ(code(simple("close", sid, 4)), "ok");
+}
+
 TEST_F(SessionTest, StaleReplayedAndFutureSequencesExecuteNothing) {
   std::string sid = to_phase("stage");
   ASSERT_EQ(code(clicks(sid, 0, 1)), "ok");

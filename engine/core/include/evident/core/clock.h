@@ -31,6 +31,8 @@ class FakeClock final : public Clock {
   std::int64_t monotonic_ms() const override { return mono_.load(); }
   std::int64_t wall_ms() const override { return wall_.load(); }
   void advance_ms(std::int64_t ms) { mono_ += ms; wall_ += ms; }
+  // A wall-clock step (NTP, a manual change): the monotonic clock does not move.
+  void step_wall_ms(std::int64_t ms) { wall_ += ms; }
 
  private:
   std::atomic<std::int64_t> mono_;

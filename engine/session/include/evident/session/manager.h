@@ -84,6 +84,10 @@ class SessionManager {
   Status cleanup(Record& r);
   std::size_t expire_due_locked(std::unique_lock<std::mutex>& lock);
   std::int64_t now_ms() const { return clock_->monotonic_ms(); }
+  // Wall time of a session event: the wall clock read once at begin plus monotonic time since,
+  // so a wall-clock step (NTP, a manual change) mid-session cannot put frozen_at/observed_at/
+  // completed_at before started_at (which the receipt check refuses). docs/sessions.md.
+  std::int64_t session_wall(const Record& r) const;
 
   SessionBackend& backend_;
   SessionOptions options_;
