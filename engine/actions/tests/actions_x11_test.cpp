@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,9 @@
 #include "evident/core/sha256.h"
 #include "x11_harness.h"  // includes Xlib last
 #include <X11/Xatom.h>
+#include <X11/keysym.h>
 #define Status int  // Xlib's Status, which x11_harness.h #undef'd for evident::Status
+#include <X11/Xutil.h>  // IsModifierKey
 #include <X11/extensions/Xfixes.h>
 #undef Status
 
@@ -105,6 +108,41 @@ struct Rig {
     return got;
   }
 };
+
+// Checks on the server that no key is down (XQueryKeymap) and no button or modifier is held
+// (XQueryPointer's mask).
+void expect_nothing_held(Rig& rig, const std::string& after) {
+  std::lock_guard<std::mutex> lock(rig.mu);
+  char keys[32];
+  XQueryKeymap(rig.dpy, keys);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(keys[i], 0) << "key byte " << i << " still held after " << after;
+  ::Window root_ret, child_ret;
+  int rx, ry, wx, wy;
+  unsigned int mask = 0;
+  ASSERT_TRUE(XQueryPointer(rig.dpy, DefaultRootWindow(rig.dpy), &root_ret, &child_ret, &rx, &ry, &wx, &wy, &mask));
+  EXPECT_EQ(mask & (Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask | ShiftMask | ControlMask |
+                    Mod1Mask | Mod4Mask),
+            0u)
+      << "mask after " << after;
+}
+
+// Decodes a PNG file with Pillow (engine/actions/tests/png_probe.py, independent of evident) and
+// returns {"mode","width","height","sha256" (hashlib, of the file),"pixels":[[r,g,b],...]} for the
+// given (x,y) points, or {"error":...}.
+nlohmann::json png_probe(const std::string& path, const std::vector<std::pair<int, int>>& points) {
+  std::vector<std::string> argv = {"/usr/bin/python3", std::string(EVIDENT_SOURCE_DIR) + "/engine/actions/tests/png_probe.py",
+                                   path};
+  for (const auto& [x, y] : points) {
+    argv.push_back(std::to_string(x));
+    argv.push_back(std::to_string(y));
+  }
+  test::Child probe = test::spawn(argv, true, true);
+  probe.read_until([](const std::string& b) { return b.find('\n') != std::string::npos; }, 30000);
+  auto j = nlohmann::json::parse(probe.buffer, nullptr, false);
+  return j.is_object() ? j : nlohmann::json{{"error", "probe output: " + probe.buffer}};
+}
+
+nlohmann::json rgb(unsigned hex) { return nlohmann::json::array({(hex >> 16) & 0xff, (hex >> 8) & 0xff, hex & 0xff}); }
 
 TEST(ActionsX11, ClicksMultiClicksAndButtonsArriveWhereSent) {
   Rig rig;
@@ -368,6 +406,336 @@ TEST(ActionsX11, SettleAndObservation) {
       EXPECT_GE((*r)["settle"]["elapsed_ms"].get<long>(), 690);
     }
   }
+}
+
+// Proves that mouse_down / move_mouse / mouse_up (left, then right) reach the client as a press at
+// the down position with that button, motion carrying the button's mask, and a release at the up
+// position (not where the pointer went afterwards), and that nothing stays held.
+TEST(ActionsX11, MouseDownMoveUpPressesDragsAndReleasesWithTheButton) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  auto r = rig.run(R"({"actions":[{"type":"mouse_down","x":300,"y":300},{"type":"move_mouse","x":350,"y":320},
+      {"type":"mouse_up","x":400,"y":340},{"type":"move_mouse","x":500,"y":400},
+      {"type":"mouse_down","x":100,"y":250,"button":"right"},{"type":"move_mouse","x":150,"y":260},
+      {"type":"mouse_up","x":200,"y":270,"button":"right"},{"type":"move_mouse","x":600,"y":450}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& res = (*r)["results"];
+  ASSERT_EQ(res.size(), 8u) << r->dump();
+  for (int i : {0, 2, 4, 6}) EXPECT_EQ(res[i]["status"], "injected") << res[i].dump();
+  for (int i : {1, 3, 5, 7}) EXPECT_EQ(res[i]["status"], "ok") << res[i].dump();
+  auto presses = rig.wait_events("button_press", 2);
+  auto releases = rig.wait_events("button_release", 2);
+  ASSERT_EQ(presses.size(), 2u) << test::read_file_or_empty(rig.log);
+  ASSERT_EQ(releases.size(), 2u) << test::read_file_or_empty(rig.log);
+  struct Want {
+    int button;
+    unsigned mask;
+    int down_x, down_y, mid_x, mid_y, up_x, up_y;
+  };
+  const Want want[2] = {{1, Button1Mask, 300, 300, 350, 320, 400, 340}, {3, Button3Mask, 100, 250, 150, 260, 200, 270}};
+  for (int i = 0; i < 2; ++i) {
+    const Want& w = want[i];
+    EXPECT_EQ(presses[i]["button"], w.button);
+    EXPECT_EQ(presses[i]["x_root"], w.down_x);
+    EXPECT_EQ(presses[i]["y_root"], w.down_y);
+    EXPECT_EQ(presses[i]["state"].get<unsigned>() & (Button1Mask | Button3Mask), 0u) << "nothing held before the press";
+    EXPECT_EQ(releases[i]["button"], w.button);
+    EXPECT_EQ(releases[i]["x_root"], w.up_x);
+    EXPECT_EQ(releases[i]["y_root"], w.up_y);
+    // A release's state is the state before it: the button was still held on the way.
+    EXPECT_EQ(releases[i]["state"].get<unsigned>() & (Button1Mask | Button3Mask), w.mask);
+  }
+  // Motion with the button held: the move_mouse point and the mouse_up point carry the mask.
+  auto all = events(rig.log);
+  auto motion_state = [&](int x, int y) -> long {
+    for (const auto& e : all) {
+      if (e["type"] == "motion" && e["x_root"] == x && e["y_root"] == y) return e["state"].get<long>();
+    }
+    return -1;
+  };
+  for (const Want& w : want) {
+    EXPECT_EQ(motion_state(w.mid_x, w.mid_y), static_cast<long>(w.mask)) << "motion to (" << w.mid_x << "," << w.mid_y << ")";
+    EXPECT_EQ(motion_state(w.up_x, w.up_y), static_cast<long>(w.mask)) << "motion to (" << w.up_x << "," << w.up_y << ")";
+  }
+  // After mouse_up the button is up: the following moves carry no button mask.
+  EXPECT_EQ(motion_state(500, 400), 0) << test::read_file_or_empty(rig.log);
+  EXPECT_EQ(motion_state(600, 450), 0) << test::read_file_or_empty(rig.log);
+  // Order in the log: press, the held motion, release, then the free motion.
+  std::vector<std::string> order;
+  for (const auto& e : all) {
+    if (e["type"] == "button_press" || e["type"] == "button_release") order.push_back(e["type"]);
+    if (e["type"] == "motion" && e["x_root"] == 500) order.push_back("free_motion");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"button_press", "button_release", "free_motion", "button_press",
+                                             "button_release"}));
+  expect_nothing_held(rig, "mouse_down/mouse_up");
+}
+
+// Proves that scroll up and right send exactly `amount` wheel clicks of the right button (4 and 7)
+// at the requested point, so the client's offsets move by amount steps in that direction.
+TEST(ActionsX11, ScrollUpAndRightWithAmounts) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  auto r = rig.run(R"({"actions":[{"type":"scroll","x":100,"y":300,"direction":"up","amount":3},
+      {"type":"scroll","x":320,"y":240,"direction":"right","amount":2},
+      {"type":"scroll","x":50,"y":60,"direction":"up"}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const auto& res : (*r)["results"]) EXPECT_EQ(res["status"], "injected") << res.dump();
+  auto scrolls = rig.wait_events("scroll", 8);
+  ASSERT_EQ(scrolls.size(), 8u) << test::read_file_or_empty(rig.log);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(scrolls[i]["direction"], "up");
+    EXPECT_EQ(scrolls[i]["x_root"], 100);
+    EXPECT_EQ(scrolls[i]["y_root"], 300);
+    EXPECT_EQ(scrolls[i]["offset_y"], -10 * (i + 1));
+    EXPECT_EQ(scrolls[i]["offset_x"], 0);
+  }
+  for (int i = 3; i < 5; ++i) {
+    EXPECT_EQ(scrolls[i]["direction"], "right");
+    EXPECT_EQ(scrolls[i]["x_root"], 320);
+    EXPECT_EQ(scrolls[i]["y_root"], 240);
+    EXPECT_EQ(scrolls[i]["offset_x"], 10 * (i - 2));
+    EXPECT_EQ(scrolls[i]["offset_y"], -30);
+  }
+  // No amount: the default of 3.
+  for (int i = 5; i < 8; ++i) {
+    EXPECT_EQ(scrolls[i]["direction"], "up");
+    EXPECT_EQ(scrolls[i]["x_root"], 50);
+    EXPECT_EQ(scrolls[i]["offset_y"], -30 - 10 * (i - 4));
+  }
+  // The wheel buttons themselves, each pressed and released once per step.
+  auto presses = rig.wait_events("button_press", 8);
+  auto releases = rig.wait_events("button_release", 8);
+  ASSERT_EQ(presses.size(), 8u);
+  ASSERT_EQ(releases.size(), 8u);
+  const int buttons[8] = {4, 4, 4, 7, 7, 4, 4, 4};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(presses[i]["button"], buttons[i]) << i;
+    EXPECT_EQ(releases[i]["button"], buttons[i]) << i;
+  }
+  EXPECT_EQ(of_type(events(rig.log), "scroll").size(), 8u) << "more wheel clicks than asked for";
+  expect_nothing_held(rig, "scroll");
+}
+
+// Proves that key chords and aliases arrive as the intended keysym with exactly the intended
+// modifier mask (Shift 1, Control 4, Mod1 8, Mod4 64), each press has its release, and no key
+// stays down.
+TEST(ActionsX11, KeyChordsAndAliasesArriveWithTheirModifiers) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  auto r = rig.run(R"({"actions":[{"type":"key","key":"ctrl+shift+t"},{"type":"key","key":"alt+F4"},
+      {"type":"key","key":"KP_Enter"},{"type":"key","key":"F5"},{"type":"key","key":"pgdn"},
+      {"type":"key","key":"esc"},{"type":"key","key":"super+l"},{"type":"key","key":"ctrl+a"},
+      {"type":"key","key":"enter"},{"type":"key","key":"shift+Tab"}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const auto& res : (*r)["results"]) EXPECT_EQ(res["status"], "injected") << res.dump();
+  struct Want {
+    const char* name;  // keysym_name the client decoded
+    unsigned long keysym;
+    unsigned state;
+  };
+  // With Shift held, the client's lookup of the `t` key gives `T`; Shift+Tab on the us map is
+  // ISO_Left_Tab (both are what a real keyboard gives).
+  const std::vector<Want> want = {{"T", XK_T, ShiftMask | ControlMask}, {"F4", XK_F4, Mod1Mask},
+                                  {"KP_Enter", XK_KP_Enter, 0},         {"F5", XK_F5, 0},
+                                  {"Next", XK_Next, 0},                 {"Escape", XK_Escape, 0},
+                                  {"l", XK_l, Mod4Mask},                {"a", XK_a, ControlMask},
+                                  {"Return", XK_Return, 0},             {"ISO_Left_Tab", XK_ISO_Left_Tab, ShiftMask}};
+  auto is_modifier = [](const nlohmann::json& e) {
+    const auto ks = e["keysym"].get<unsigned long>();
+    return IsModifierKey(ks) || ks == XK_Super_L || ks == XK_Super_R;
+  };
+  std::vector<nlohmann::json> keys;
+  const auto deadline = test::now_ms() + 5000;
+  std::vector<nlohmann::json> all;
+  while (test::now_ms() < deadline) {
+    all = events(rig.log);
+    keys.clear();
+    for (const auto& e : of_type(all, "key_press")) {
+      if (!is_modifier(e)) keys.push_back(e);
+    }
+    if (keys.size() >= want.size() && of_type(all, "key_release").size() >= of_type(all, "key_press").size()) break;
+    poll(nullptr, 0, 5);
+  }
+  ASSERT_EQ(keys.size(), want.size()) << test::read_file_or_empty(rig.log);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(keys[i]["keysym_name"], want[i].name) << keys[i].dump();
+    EXPECT_EQ(keys[i]["keysym"].get<unsigned long>(), want[i].keysym) << keys[i].dump();
+    // Only the chord's modifiers (Lock, NumLock and buttons must not leak in either).
+    EXPECT_EQ(keys[i]["state"].get<unsigned>(), want[i].state) << keys[i].dump();
+  }
+  // Every press has its release, per keycode, in order.
+  std::map<int, int> down;
+  for (const auto& e : all) {
+    if (e["type"] == "key_press") {
+      EXPECT_EQ(++down[e["keycode"].get<int>()], 1) << "pressed twice: " << e.dump();
+    } else if (e["type"] == "key_release") {
+      EXPECT_EQ(--down[e["keycode"].get<int>()], 0) << "released unpressed: " << e.dump();
+    }
+  }
+  for (const auto& [kc, n] : down) EXPECT_EQ(n, 0) << "keycode " << kc << " never released";
+  // KP_Enter and enter submit in the fixture. Its editor ignores Control chords and control
+  // characters (Escape, Tab), but not Mod4: super+l is the only text change, "l".
+  EXPECT_EQ(of_type(all, "submit").size(), 2u);
+  auto texts = of_type(all, "text");
+  ASSERT_EQ(texts.size(), 1u) << test::read_file_or_empty(rig.log);
+  EXPECT_EQ(texts[0]["value"], "l");
+  expect_nothing_held(rig, "key chords");
+}
+
+// Proves that a real toolkit (Tk) counts double_click as a double and triple_click as a triple
+// click (its multi-click detection is time- and distance-based), and a click as a single one.
+TEST(ActionsX11, TkSeesDoubleAndTripleClicks) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  test::Child tk = test::start_tk("clicks");
+  ASSERT_NE(tk.buffer.find("\"ready\""), std::string::npos) << "Tk client never ready: " << tk.buffer;
+  auto ready = nlohmann::json::parse(tk.buffer.substr(0, tk.buffer.find('\n')), nullptr, false);
+  ASSERT_TRUE(ready.is_object()) << tk.buffer;
+  const int x = ready["x"], y = ready["y"];
+  ASSERT_GE(ready["width"].get<int>(), 400);
+  ASSERT_GE(ready["height"].get<int>(), 200);
+  // Three spots far apart (Tk groups presses within 5 px and 500 ms), so each action starts afresh.
+  const int ax = x + 50, bx = x + 200, cx = x + 350, cy = y + 100;
+  auto request = "{\"actions\":[{\"type\":\"double_click\",\"x\":" + std::to_string(ax) + ",\"y\":" + std::to_string(cy) +
+                 "},{\"type\":\"triple_click\",\"x\":" + std::to_string(bx) + ",\"y\":" + std::to_string(cy) +
+                 "},{\"type\":\"click\",\"x\":" + std::to_string(cx) + ",\"y\":" + std::to_string(cy) +
+                 "}],\"observe\":\"none\"}";
+  auto r = rig.run(request);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const auto& res : (*r)["results"]) EXPECT_EQ(res["status"], "injected") << res.dump();
+  auto clicks = [](const std::string& out) {
+    std::vector<std::pair<int, int>> v;  // (count, x_root)
+    std::size_t start = 0;
+    while (start < out.size()) {
+      std::size_t nl = out.find('\n', start);
+      if (nl == std::string::npos) break;
+      auto j = nlohmann::json::parse(out.substr(start, nl - start), nullptr, false);
+      if (j.is_object() && j.contains("click")) v.emplace_back(j["click"].get<int>(), j["x"].get<int>());
+      start = nl + 1;
+    }
+    return v;
+  };
+  tk.read_until([&](const std::string& b) { return clicks(b).size() >= 6; }, 5000);
+  const std::vector<std::pair<int, int>> want = {{1, ax}, {2, ax}, {1, bx}, {2, bx}, {3, bx}, {1, cx}};
+  EXPECT_EQ(clicks(tk.buffer), want) << tk.buffer;
+  // Nothing more arrives: a round trip through a fresh batch (a single click elsewhere) is the next line.
+  auto again = rig.run("{\"actions\":[{\"type\":\"click\",\"x\":" + std::to_string(x + 50) + ",\"y\":" +
+                       std::to_string(y + 20) + "}],\"observe\":\"none\"}");
+  ASSERT_TRUE(again.ok());
+  tk.read_until([&](const std::string& b) { return clicks(b).size() >= 7; }, 5000);
+  auto got = clicks(tk.buffer);
+  ASSERT_EQ(got.size(), 7u) << tk.buffer;
+  EXPECT_EQ(got[6].second, x + 50);
+  expect_nothing_held(rig, "multi-clicks");
+}
+
+// Proves that screenshot and zoom return native-pixel PNGs that an independent decoder reads with
+// the display's (or the clamped region's) size and the fixture's known colours at known pixels,
+// that the reported sha256 is the file's, and that an empty or off-screen zoom is refused before
+// anything runs.
+TEST(ActionsX11, ScreenshotAndZoomAreNativePixelsClampedAndHashed) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  ASSERT_TRUE(rig.capturer);
+  auto r = rig.run(R"({"actions":[{"type":"screenshot"},{"type":"zoom","x":15,"y":95,"width":30,"height":20},
+      {"type":"zoom","x":20,"y":100,"width":200,"height":60},{"type":"zoom","x":1200,"y":700,"width":200,"height":200},
+      {"type":"zoom","x":-10,"y":-10,"width":40,"height":40}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& res = (*r)["results"];
+  ASSERT_EQ(res.size(), 5u);
+  for (const auto& x : res) EXPECT_EQ(x["status"], "ok") << x.dump();
+  // Each result's png: the file exists, its sha256 (hashlib) and length match the result.
+  auto check_file = [&](const nlohmann::json& result, int w, int h,
+                        const std::vector<std::pair<std::pair<int, int>, unsigned>>& px) {
+    SCOPED_TRACE(result.dump());
+    ASSERT_TRUE(result.contains("png"));
+    const auto& png = result["png"];
+    const std::string path = png["path"];
+    EXPECT_EQ(path.rfind(rig.xvfb.dir() + "/", 0), 0u) << "written under observation_dir";
+    EXPECT_EQ(png["width"], w);
+    EXPECT_EQ(png["height"], h);
+    EXPECT_EQ(png["byte_length"].get<std::size_t>(), test::read_file_or_empty(path).size());
+    std::vector<std::pair<int, int>> points;
+    for (const auto& p : px) points.push_back(p.first);
+    auto probe = png_probe(path, points);
+    ASSERT_FALSE(probe.contains("error")) << probe.dump();
+    EXPECT_EQ(probe["sha256"], png["sha256"]);
+    EXPECT_EQ(path, rig.xvfb.dir() + "/" + probe["sha256"].get<std::string>() + ".png");
+    EXPECT_EQ(probe["width"], w);
+    EXPECT_EQ(probe["height"], h);
+    for (std::size_t i = 0; i < px.size(); ++i) {
+      EXPECT_EQ(probe["pixels"][i], rgb(px[i].second)) << "pixel (" << px[i].first.first << "," << px[i].first.second << ")";
+    }
+  };
+  // The full display: fixture colours at the README's sample points.
+  check_file(res[0], 1280, 800,
+             {{{5, 5}, 0x404040}, {{22, 22}, 0xFFFFFF}, {{25, 105}, 0x2050C0}, {{219, 159}, 0x2050C0},
+              {{220, 160}, 0x404040}, {{245, 105}, 0x808080}, {{465, 105}, 0x404040}, {{25, 200}, 0xD0D0D0},
+              {{25, 220}, 0xA0A0A0}, {{25, 240}, 0x707070}, {{25, 260}, 0x303030}, {{639, 479}, 0x404040}});
+  // Zoom at (15,95) 30x20: the button's corner (20,100) is pixel (5,5); no scaling, no offset.
+  check_file(res[1], 30, 20, {{{0, 0}, 0x404040}, {{4, 4}, 0x404040}, {{5, 5}, 0x2050C0}, {{4, 5}, 0x404040},
+                              {{5, 4}, 0x404040}, {{29, 19}, 0x2050C0}});
+  // Exactly the button rectangle: every corner is button blue.
+  check_file(res[2], 200, 60, {{{0, 0}, 0x2050C0}, {{199, 0}, 0x2050C0}, {{0, 59}, 0x2050C0}, {{199, 59}, 0x2050C0}});
+  // Clamped at the right and bottom edges: 1280-1200 = 80 wide, 800-700 = 100 high.
+  check_file(res[3], 80, 100, {});
+  // Clamped at the left and top edges: (0,0) 30x30, the text field's corner (20,20) at (20,20).
+  check_file(res[4], 30, 30, {{{0, 0}, 0x404040}, {{19, 19}, 0x404040}, {{20, 20}, 0xFFFFFF}, {{29, 29}, 0xFFFFFF}});
+  // The two zooms of different regions are different files; the same region again is the same bytes.
+  EXPECT_NE(res[1]["png"]["sha256"], res[2]["png"]["sha256"]);
+  auto again = rig.run(R"({"actions":[{"type":"zoom","x":20,"y":100,"width":200,"height":60}],"observe":"none"})");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)["results"][0]["png"]["sha256"], res[2]["png"]["sha256"]);
+
+  // Empty or fully off-screen zooms: the whole batch is refused and the click before them never runs.
+  const std::uint64_t count = rig.exec->input_event_count();
+  for (const char* bad : {R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":1280,"y":0,"width":10,"height":10}]})",
+                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":0,"y":800,"width":10,"height":10}]})",
+                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":-50,"y":10,"width":50,"height":10}]})",
+                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":-20,"width":10,"height":20}]})",
+                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":10,"width":0,"height":10}]})",
+                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":10,"width":10,"height":0}]})"}) {
+    auto refused = rig.run(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error().code, "action-invalid") << bad;
+  }
+  EXPECT_EQ(rig.exec->input_event_count(), count);
+  // Round trip: a real click after the refusals is the first press the fixture ever logged.
+  auto ok = rig.run(R"({"actions":[{"type":"click","x":610,"y":310}],"observe":"none"})");
+  ASSERT_TRUE(ok.ok());
+  auto presses = rig.wait_events("button_press", 1);
+  ASSERT_EQ(presses.size(), 1u);
+  EXPECT_EQ(presses[0]["x_root"], 610);
+  EXPECT_EQ(of_type(events(rig.log), "button_press").size(), 1u);
+}
+
+// Proves that `wait` really separates the actions around it on the server's clock (press times
+// 200 ms or more apart) and reports `ok`, while a batch without it keeps them back to back.
+TEST(ActionsX11, WaitSeparatesActionsOnTheServerClock) {
+  Rig rig;
+  ASSERT_TRUE(rig.exec);
+  auto r = rig.run(R"({"actions":[{"type":"click","x":600,"y":300},{"type":"wait","ms":200},
+      {"type":"click","x":600,"y":300}],"observe":"none"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& res = (*r)["results"];
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_EQ(res[0]["status"], "injected");
+  EXPECT_EQ(res[1]["status"], "ok");
+  EXPECT_EQ(res[1]["type"], "wait");
+  EXPECT_EQ(res[1]["detail"], "waited 200 ms");
+  EXPECT_EQ(res[2]["status"], "injected");
+  auto presses = rig.wait_events("button_press", 2);
+  ASSERT_EQ(presses.size(), 2u);
+  const long gap = presses[1]["time"].get<long>() - presses[0]["time"].get<long>();
+  EXPECT_GE(gap, 200) << test::read_file_or_empty(rig.log);
+  EXPECT_LT(gap, 3000) << "the wait is bounded";
+  // Contrast without the wait: a double click's two presses, stamped within the multi-click window.
+  auto d = rig.run(R"({"actions":[{"type":"double_click","x":600,"y":300}],"observe":"none"})");
+  ASSERT_TRUE(d.ok());
+  auto more = rig.wait_events("button_press", 4);
+  ASSERT_EQ(more.size(), 4u);
+  EXPECT_LT(more[3]["time"].get<long>() - more[2]["time"].get<long>(), 200);
 }
 
 }  // namespace

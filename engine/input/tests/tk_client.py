@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Test client: a Tk Entry (or Text with --text) that prints its content as a JSON line after
 every change, and {"ready":...} once mapped and focused. Used to read back what XTest typing
-delivered. Usage: tk_client.py TITLE [entry|text]"""
+delivered. Mode `clicks`: a 400x200 Frame at root (700,100) (clear of the fixture app at (0,0))
+bound to <Button-1>, <Double-Button-1> and <Triple-Button-1>; Tk fires the most specific binding
+per press, so it prints {"click":1|2|3,"x","y" (root),"time"} with Tk's own multi-click count.
+Usage: tk_client.py TITLE [entry|text|clicks]"""
 import json
 import sys
 import tkinter as tk
@@ -42,6 +45,16 @@ if mode == "text":
         root.after_idle(report)
 
     w.bind("<ButtonRelease-1>", on_release, add="+")
+elif mode == "clicks":
+    root.geometry("+700+100")
+    w = tk.Frame(root, width=400, height=200, background="#305070")
+
+    def clicked(count):
+        return lambda e: emit({"click": count, "x": e.x_root, "y": e.y_root, "time": e.time})
+
+    w.bind("<Button-1>", clicked(1))
+    w.bind("<Double-Button-1>", clicked(2))
+    w.bind("<Triple-Button-1>", clicked(3))
 else:
     var = tk.StringVar()
     w = tk.Entry(root, textvariable=var, width=60)
