@@ -229,6 +229,20 @@ inline Window wait_window(::Display* d, const std::string& title, int timeout_ms
   return 0;
 }
 
+#ifdef EVIDENT_SOURCE_DIR
+// Starts engine/input/tests/tk_client.py (title "evident-tk", `mode`: entry|text|clicks) in a
+// UTF-8 locale (XIM decodes non-Latin-1 text) with its stdout captured, and waits up to 15 s for
+// its {"ready":...} line (the widget is mapped, exposed and focused).
+inline Child start_tk(const std::string& mode = "entry") {
+  setenv("LC_ALL", "C.UTF-8", 1);
+  Child tk = spawn({"/usr/bin/python3", std::string(EVIDENT_SOURCE_DIR) + "/engine/input/tests/tk_client.py",
+                    "evident-tk", mode},
+                   true);
+  tk.read_until([](const std::string& b) { return b.find("\"ready\"") != std::string::npos; }, 15000);
+  return tk;
+}
+#endif
+
 inline std::string read_file_or_empty(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
