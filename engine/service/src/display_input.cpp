@@ -45,9 +45,12 @@ class InputAttachment final : public DisplayAttachment {
     }
     restorer.reset();  // joins its thread, which may be waiting for x_mutex
     std::lock_guard<std::mutex> lock(d_.x_mutex());
-    // The server is about to stop: no release or keymap restore on it. Executors still holding
-    // the device get "input-dispatch-failed" from now on.
-    if (device_) device_->abandon();
+    if (!device_) return;
+    // Held keys and buttons are released and checked on this exit path too (daemon shutdown,
+    // display destroy); the keymap restore is skipped: the server is about to stop. Executors
+    // still holding the device get "input-dispatch-failed" from now on.
+    if (d_.dpy() && d_.alive()) (void)device_->release_all_checked();
+    device_->abandon();
   }
 
  private:
