@@ -22,8 +22,6 @@ const std::string kUnicodeText =
     "h\u00e9llo \u2014 \u4e16\u754c \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627 \u00a6";
 const std::string kEmoji = "\U0001F600\U0001F44D";
 
-const std::string kTkClient = std::string(EVIDENT_SOURCE_DIR) + "/engine/input/tests/tk_client.py";
-
 std::vector<unsigned long> full_keymap(::Display* d) {
   int min = 0, max = 0, per = 0;
   XDisplayKeycodes(d, &min, &max);
@@ -92,10 +90,10 @@ struct Session {
   }
 };
 
+// Starts the Tk client (shared harness helper) and fails the test if it never became ready.
 Child start_tk(const std::string& mode = "entry") {
-  setenv("LC_ALL", "C.UTF-8", 1);  // clients run in a UTF-8 locale (XIM decodes non-Latin-1 text)
-  Child tk = test::spawn({"/usr/bin/python3", kTkClient, "evident-tk", mode}, true);
-  EXPECT_TRUE(tk.read_until([](const std::string& b) { return b.find("\"ready\"") != std::string::npos; }, 15000));
+  Child tk = test::start_tk(mode);
+  EXPECT_NE(tk.buffer.find("\"ready\""), std::string::npos) << "Tk client never ready";
   return tk;
 }
 
