@@ -1,6 +1,5 @@
 #include "evident/core/json.h"
 
-#include <set>
 #include <vector>
 
 namespace evident {
@@ -36,6 +35,90 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
+// Builds the DOM straight from nlohmann's SAX events (one pass, same lexer and therefore the same
+// syntax errors and byte offsets as Json::parse) and enforces the strict rules as the events
+// arrive: a duplicate key is found by the insertion into the object itself (no per-object key
+// set), floats and out-of-range integers are refused at the number event.
+class StrictDomBuilder {
+ public:
+  Json root;
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) {
+    if (v > kMaxSafeInteger || v < -kMaxSafeInteger) {
+      throw StrictViolation{"integer outside ±(2^53−1)"};
+    }
+    return put(Json(v));
+  }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    if (v > static_cast<std::uint64_t>(kMaxSafeInteger)) {
+      throw StrictViolation{"integer outside ±(2^53−1)"};
+    }
+    return put(Json(v));
+  }
+  bool number_float(Json::number_float_t /*v*/, const Json::string_t& /*text*/) {
+    throw StrictViolation{"floating-point numbers are not allowed (use integers)"};
+  }
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json(std::move(v))); }
+  bool start_object(std::size_t /*elements*/) {
+    stack_.push_back(place(Json(Json::value_t::object)));
+    return true;
+  }
+  bool key(Json::string_t& k) {
+    auto& members = stack_.back()->get_ref<Json::object_t&>();
+    // try_emplace leaves `k` intact when the key exists, for the message.
+    auto [it, inserted] = members.try_emplace(std::move(k));
+    if (!inserted) throw StrictViolation{"duplicate key \"" + k.substr(0, 64) + "\""};
+    member_ = &it->second;
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*elements*/) {
+    stack_.push_back(place(Json(Json::value_t::array)));
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& ex) {
+    // Same as nlohmann's DOM parser with allow_exceptions: syntax errors surface as parse_error.
+    if (ex.id / 100 == 1) throw *static_cast<const Json::parse_error*>(&ex);
+    return false;
+  }
+
+ private:
+  // Stores a finished value at the current position. Pointers on the stack stay valid: a
+  // container only grows while none of its children is open.
+  Json* place(Json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json* top = stack_.back();
+    if (top->is_array()) {
+      auto& items = top->get_ref<Json::array_t&>();
+      items.push_back(std::move(v));
+      return &items.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  bool put(Json&& v) {
+    place(std::move(v));
+    return true;
+  }
+
+  std::vector<Json*> stack_;
+  Json* member_ = nullptr;
+};
+
 }  // namespace
 
 Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
@@ -50,45 +133,13 @@ Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
   if (text.find('\0') != std::string_view::npos) {
     return make_error(error_code, "request contains a NUL byte");
   }
-  std::vector<std::set<std::string>> keys;
-  auto cb = [&keys](int /*depth*/, Json::parse_event_t event, Json& parsed) -> bool {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        keys.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case Json::parse_event_t::key: {
-        const auto& k = parsed.get_ref<const std::string&>();
-        if (!keys.empty() && !keys.back().insert(k).second) {
-          throw StrictViolation{"duplicate key \"" + k.substr(0, 64) + "\""};
-        }
-        break;
-      }
-      case Json::parse_event_t::value:
-        if (parsed.is_number_float()) {
-          throw StrictViolation{"floating-point numbers are not allowed (use integers)"};
-        }
-        if (parsed.is_number_unsigned() &&
-            parsed.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSafeInteger)) {
-          throw StrictViolation{"integer outside ±(2^53−1)"};
-        }
-        if (parsed.is_number_integer() && !parsed.is_number_unsigned()) {
-          auto v = parsed.get<std::int64_t>();
-          if (v > kMaxSafeInteger || v < -kMaxSafeInteger) {
-            throw StrictViolation{"integer outside ±(2^53−1)"};
-          }
-        }
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
+  StrictDomBuilder builder;
   try {
-    return Json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/false);
+    if (!Json::sax_parse(text.begin(), text.end(), &builder, Json::input_format_t::json,
+                         /*strict=*/true, /*ignore_comments=*/false)) {
+      return make_error(error_code, "invalid JSON");
+    }
+    return std::move(builder.root);
   } catch (const StrictViolation& v) {
     return make_error(error_code, "invalid JSON: " + v.message);
   } catch (const Json::parse_error& e) {
