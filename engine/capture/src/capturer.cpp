@@ -152,6 +152,12 @@ class XcbCapturer final : public Capturer {
 
   Result<RawImage> grab() override { return grab_region(0, 0, width_, height_); }
 
+  Status fetch_frame() override {
+    auto pixels = fetch(0, 0, width_, height_);
+    if (!pixels.ok()) return pixels.error();
+    return ok_status();
+  }
+
   Result<RawImage> grab_region(int x, int y, int width, int height) override {
     auto pixels = fetch(x, y, width, height);
     if (!pixels.ok()) return pixels.error();

@@ -82,6 +82,10 @@ class Capturer {
   // this capturer's previous frame are reused (same bytes as a fresh encode).
   // "capture-failed", "png-encode-failed".
   virtual Result<PngFrame> capture_png() = 0;
+  // Reads the full display into the capturer's own buffer (the MIT-SHM segment, or the GetImage
+  // copy) without converting or encoding it: proves the whole framebuffer is readable through
+  // this capturer at a fraction of grab()'s cost (display readiness uses it). "capture-failed".
+  virtual Status fetch_frame() = 0;
   // True when frames come through MIT-SHM; false for the GetImage fallback.
   virtual bool using_shm() const = 0;
 };
