@@ -147,7 +147,8 @@ void Spawner::loop() {
 
 namespace {
 
-// Runs in the forked child: only async-signal-safe calls.
+// Runs in the vfork()ed child, which shares the parent's memory until execve: only
+// async-signal-safe calls, no allocation, no writes to anything but this stack frame (and errno).
 [[noreturn]] void child_exec(const SpawnSpec& spec, const char* path, char* const* argv,
                              char* const* envp, pid_t parent, int err_fd) {
   auto fail = [err_fd](int code) {
@@ -157,16 +158,18 @@ namespace {
     (void)ignored;
     ::_exit(127);
   };
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(1);
-  // The parent may have died between fork and prctl: then nobody would kill us.
-  if (::getppid() != parent) ::_exit(127);
-  if (spec.new_process_group && ::setpgid(0, 0) != 0) fail(2);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the daemon blocks TERM/INT for signalfd
+  // Every signal is blocked (the parent blocked them before vfork): a handler of the parent
+  // must never run here on the shared memory. Dispositions go back to default first, then the
+  // mask is cleared (the daemon blocks TERM/INT for signalfd; the child must not inherit that).
   for (int s = 1; s < NSIG; ++s) {
     if (s != SIGKILL && s != SIGSTOP) ::signal(s, SIG_DFL);  // e.g. SIGPIPE ignored by us
   }
+  sigset_t none;
+  ::sigemptyset(&none);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(1);
+  // The parent may have died between vfork and prctl: then nobody would kill us.
+  if (::getppid() != parent) ::_exit(127);
+  if (spec.new_process_group && ::setpgid(0, 0) != 0) fail(2);
   if (spec.stdin_fd >= 0 && ::dup2(spec.stdin_fd, 0) < 0) fail(3);
   if (spec.stdout_fd >= 0 && ::dup2(spec.stdout_fd, 1) < 0) fail(3);
   if (spec.stderr_fd >= 0 && ::dup2(spec.stderr_fd, 2) < 0) fail(3);
@@ -177,9 +180,23 @@ namespace {
     int flags = ::fcntl(spec.keep_fd, F_GETFD);
     if (flags < 0 || ::fcntl(spec.keep_fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) fail(4);
   }
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(path, argv, envp);
   fail(5);
   ::_exit(127);
+}
+
+// vfork instead of fork: fork copies the page tables of the whole (possibly large, e.g. a
+// Python interpreter) process and makes its other threads take copy-on-write faults; that cost
+// ~5-15 ms per display start on this machine, vfork costs none. Only this spawner thread is
+// suspended until the child execs or exits. Kept in its own function so the caller's locals
+// cannot be clobbered by the child (vfork returns twice).
+__attribute__((noinline)) pid_t vfork_exec(const SpawnSpec& spec, const char* path,
+                                           char* const* argv, char* const* envp, pid_t parent,
+                                           int err_fd) {
+  pid_t pid = ::vfork();
+  if (pid == 0) child_exec(spec, path, argv, envp, parent, err_fd);
+  return pid;
 }
 
 }  // namespace
@@ -203,17 +220,17 @@ Result<std::unique_ptr<Child>> Spawner::spawn(const SpawnSpec& spec) {
       return;
     }
     pid_t parent = ::getpid();
-    pid_t pid = ::fork();
+    sigset_t all, saved;
+    ::sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pid_t pid = vfork_exec(spec, spec.path.c_str(), argv.data(), envp.data(), parent, errp[1]);
+    int e = errno;
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     if (pid < 0) {
-      int e = errno;
       ::close(errp[0]);
       ::close(errp[1]);
-      promise.set_value(make_error("spawn-failed", std::string("fork: ") + std::strerror(e), true));
+      promise.set_value(make_error("spawn-failed", std::string("vfork: ") + std::strerror(e), true));
       return;
-    }
-    if (pid == 0) {
-      ::close(errp[0]);
-      child_exec(spec, spec.path.c_str(), argv.data(), envp.data(), parent, errp[1]);
     }
     ::close(errp[1]);
     // Also set the group from the parent side, so a signal to -pid works even before the

@@ -1,9 +1,12 @@
-// Unit tests for the spawn seam: exec failure reporting, exit statuses, group stop, PATH lookup.
+// Unit tests for the spawn seam: exec failure reporting, exit statuses, group stop, PATH lookup,
+// the child's clean signal state.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <dirent.h>
+#include <pthread.h>
 
 #include <fstream>
 #include <sstream>
@@ -59,6 +62,53 @@ TEST(ProcessTest, ExecFailureIsAnErrorNotAChild) {
   auto c = sp.spawn(s);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, "exec-failed");
+}
+
+// The Spawner's thread inherits a blocked TERM and an ignored PIPE from the thread that made it
+// (as in the daemon); the exec'ed child must start with neither, and spawning must leave the
+// spawner's own mask as it was (a second child sees the same clean state).
+TEST(ProcessTest, ChildStartsWithEmptyMaskAndDefaultDispositions) {
+  sigset_t term, saved;
+  ::sigemptyset(&term);
+  ::sigaddset(&term, SIGTERM);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &term, &saved), 0);
+  struct sigaction ign{}, old_pipe{};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ign, &old_pipe), 0);
+  {
+    Spawner sp;
+    char dir_tmpl[] = "/tmp/evident-process-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_tmpl), nullptr);
+    const std::string dir = dir_tmpl;
+    for (int round = 0; round < 2; ++round) {
+      const std::string out = dir + "/status" + std::to_string(round);
+      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      ASSERT_GE(fd, 0);
+      SpawnSpec s;
+      s.path = "/bin/cat";
+      s.argv = {"cat", "/proc/self/status"};
+      s.env = environment_with({});
+      s.stdout_fd = fd;
+      auto c = sp.spawn(s);
+      ::close(fd);
+      ASSERT_TRUE(c.ok()) << c.error().message;
+      ASSERT_TRUE((*c)->wait_exit(10000));
+      EXPECT_EQ((*c)->reap(), 0);
+      std::ifstream f(out);
+      std::string line, blk, ign_mask;
+      while (std::getline(f, line)) {
+        if (line.rfind("SigBlk:", 0) == 0) blk = line.substr(7);
+        if (line.rfind("SigIgn:", 0) == 0) ign_mask = line.substr(7);
+      }
+      auto trim = [](std::string v) { return v.erase(0, v.find_first_not_of(" \t")); };
+      EXPECT_EQ(trim(blk), "0000000000000000") << "round " << round;
+      EXPECT_EQ(trim(ign_mask), "0000000000000000") << "round " << round;
+      ::unlink(out.c_str());
+    }
+    ::rmdir(dir.c_str());
+  }
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }
 
 TEST(ProcessTest, StopTermsTheWholeGroupAndKillsAfterTheBound) {

@@ -1,5 +1,5 @@
-// Child processes evident starts (Xvfb servers and apps): fork/exec behind a small seam.
-// All forks happen on one long-lived spawner thread, because PR_SET_PDEATHSIG fires when the
+// Child processes evident starts (Xvfb servers and apps): vfork/exec behind a small seam.
+// All spawns happen on one long-lived spawner thread, because PR_SET_PDEATHSIG fires when the
 // *thread* that forked exits, and requests arrive on short-lived worker threads.
 #pragma once
 
@@ -66,7 +66,7 @@ class Child {
   int status_ = 0;
 };
 
-// Runs every fork on its own thread (see the file comment). Thread-safe.
+// Runs every spawn on its own thread (see the file comment). Thread-safe.
 class Spawner {
  public:
   Spawner();
@@ -74,9 +74,9 @@ class Spawner {
   Spawner(const Spawner&) = delete;
   Spawner& operator=(const Spawner&) = delete;
 
-  // Forks and execs `spec` with PR_SET_PDEATHSIG(SIGKILL), default signal dispositions and an
+  // vforks and execs `spec` with PR_SET_PDEATHSIG(SIGKILL), default signal dispositions and an
   // empty signal mask. An exec failure is reported through a CLOEXEC pipe.
-  // Errors: "spawn-failed" (fork/pipe), "exec-failed" (message names the errno).
+  // Errors: "spawn-failed" (vfork/pipe), "exec-failed" (message names the errno).
   Result<std::unique_ptr<Child>> spawn(const SpawnSpec& spec);
 
  private:
