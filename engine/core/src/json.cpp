@@ -119,6 +119,178 @@ class StrictDomBuilder {
   Json* member_ = nullptr;
 };
 
+// A fast path for the common case, tried before the SAX builder. It accepts only a conservative
+// subset of what the strict parser accepts (ASCII-escaped strings without \u, integers of at most
+// 15 digits, no BOM, nesting up to 512) and builds the same DOM with the same number types
+// (non-negative -> unsigned, negative -> integer, as nlohmann's lexer does). Anything else, valid
+// or not, makes it give up, and the SAX builder then decides: so every error, its code and message
+// come from the one reference path. The input has already been checked for UTF-8 and NUL bytes.
+class FastStrictParser {
+ public:
+  explicit FastStrictParser(std::string_view text)
+      : p_(text.data()), end_(text.data() + text.size()) {}
+
+  bool parse(Json* out) {
+    skip_ws();
+    if (!value(out, 0)) return false;
+    skip_ws();
+    return p_ == end_;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 512;
+
+  void skip_ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  bool literal(std::string_view word) {
+    if (static_cast<std::size_t>(end_ - p_) < word.size() ||
+        std::string_view(p_, word.size()) != word) {
+      return false;
+    }
+    p_ += word.size();
+    return true;
+  }
+
+  bool string(std::string* out) {
+    // *p_ == '"'
+    ++p_;
+    const char* run = p_;
+    while (p_ < end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out->append(run, static_cast<std::size_t>(p_ - run));
+        ++p_;
+        return true;
+      }
+      if (c < 0x20) return false;
+      if (c != '\\') {
+        ++p_;
+        continue;
+      }
+      out->append(run, static_cast<std::size_t>(p_ - run));
+      if (++p_ == end_) return false;
+      switch (*p_) {
+        case '"': out->push_back('"'); break;
+        case '\\': out->push_back('\\'); break;
+        case '/': out->push_back('/'); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        default: return false;  // \u and invalid escapes: the reference path
+      }
+      run = ++p_;
+    }
+    return false;
+  }
+
+  bool number(Json* out) {
+    const bool negative = *p_ == '-';
+    if (negative) ++p_;
+    const char* digits = p_;
+    std::uint64_t v = 0;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') {
+      v = v * 10 + static_cast<std::uint64_t>(*p_ - '0');
+      ++p_;
+    }
+    const auto n = p_ - digits;
+    if (n == 0 || n > 15 || (n > 1 && *digits == '0')) return false;
+    if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    if (negative) {
+      *out = Json(-static_cast<std::int64_t>(v));
+    } else {
+      *out = Json(v);
+    }
+    return true;
+  }
+
+  bool value(Json* out, int depth) {
+    if (p_ == end_) return false;
+    switch (*p_) {
+      case '{': {
+        if (depth >= kMaxDepth) return false;
+        ++p_;
+        *out = Json(Json::value_t::object);
+        auto& members = out->get_ref<Json::object_t&>();
+        skip_ws();
+        if (p_ < end_ && *p_ == '}') {
+          ++p_;
+          return true;
+        }
+        while (true) {
+          if (p_ == end_ || *p_ != '"') return false;
+          std::string key;
+          if (!string(&key)) return false;
+          auto [it, inserted] = members.try_emplace(std::move(key));
+          if (!inserted) return false;  // duplicate: the reference path words the error
+          skip_ws();
+          if (p_ == end_ || *p_ != ':') return false;
+          ++p_;
+          skip_ws();
+          if (!value(&it->second, depth + 1)) return false;
+          skip_ws();
+          if (p_ == end_) return false;
+          if (*p_ == '}') {
+            ++p_;
+            return true;
+          }
+          if (*p_ != ',') return false;
+          ++p_;
+          skip_ws();
+        }
+      }
+      case '[': {
+        if (depth >= kMaxDepth) return false;
+        ++p_;
+        *out = Json(Json::value_t::array);
+        auto& items = out->get_ref<Json::array_t&>();
+        skip_ws();
+        if (p_ < end_ && *p_ == ']') {
+          ++p_;
+          return true;
+        }
+        while (true) {
+          items.emplace_back();
+          if (!value(&items.back(), depth + 1)) return false;
+          skip_ws();
+          if (p_ == end_) return false;
+          if (*p_ == ']') {
+            ++p_;
+            return true;
+          }
+          if (*p_ != ',') return false;
+          ++p_;
+          skip_ws();
+        }
+      }
+      case '"': {
+        std::string s;
+        if (!string(&s)) return false;
+        *out = Json(std::move(s));
+        return true;
+      }
+      case 't':
+        *out = Json(true);
+        return literal("true");
+      case 'f':
+        *out = Json(false);
+        return literal("false");
+      case 'n':
+        *out = Json(nullptr);
+        return literal("null");
+      default:
+        if (*p_ == '-' || (*p_ >= '0' && *p_ <= '9')) return number(out);
+        return false;
+    }
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
 }  // namespace
 
 Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
@@ -132,6 +304,10 @@ Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
   // data through; a raw NUL is never valid JSON (inside strings it must be escaped).
   if (text.find('\0') != std::string_view::npos) {
     return make_error(error_code, "request contains a NUL byte");
+  }
+  {
+    Json fast;
+    if (FastStrictParser(text).parse(&fast)) return fast;
   }
   StrictDomBuilder builder;
   try {
