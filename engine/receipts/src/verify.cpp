@@ -73,55 +73,56 @@ const std::set<std::string, std::less<>>& session_action_types() {
 
 // Returns "" when the event is well-formed, else a description.
 std::string event_schema_problem(const Json& e, std::size_t pos) {
-  const std::string where = "transcript[" + std::to_string(pos) + "]";
-  if (!e.is_object()) return where + " is not an object";
+  // Built only for the message: this runs for every event of every receipt.
+  auto where = [pos] { return "transcript[" + std::to_string(pos) + "]"; };
+  if (!e.is_object()) return where() + " is not an object";
   auto kind_it = e.find("kind");
-  if (kind_it == e.end() || !kind_it->is_string()) return where + ".kind is missing";
+  if (kind_it == e.end() || !kind_it->is_string()) return where() + ".kind is missing";
   const auto& kind = kind_it->get_ref<const std::string&>();
   auto idx = e.find("index");
-  if (idx == e.end() || !is_int_at_least(*idx, 0)) return where + ".index is not an integer >= 0";
+  if (idx == e.end() || !is_int_at_least(*idx, 0)) return where() + ".index is not an integer >= 0";
   if (kind == "initial_frame" || kind == "freeze") {
-    if (!has_exact_keys(e, {"index", "kind", "frame_sha256"})) return where + " has wrong keys";
-    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    if (!has_exact_keys(e, {"index", "kind", "frame_sha256"})) return where() + " has wrong keys";
+    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
     return "";
   }
   if (kind == "action") {
     if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
                             "frame_sha256"})) {
-      return where + " has wrong keys";
+      return where() + " has wrong keys";
     }
     const Json& a = e["action"];
     if (!a.is_string() || !session_action_types().contains(a.get_ref<const std::string&>())) {
-      return where + ".action is not a session action type";
+      return where() + ".action is not a session action type";
     }
-    if (!is_hex64(e["projection_sha256"])) return where + ".projection_sha256 is not 64 lowercase hex";
+    if (!is_hex64(e["projection_sha256"])) return where() + ".projection_sha256 is not 64 lowercase hex";
     const Json& st = e["status"];
     if (!st.is_string() || (st != "ok" && st != "injected")) {
-      return where + ".status is not \"ok\" or \"injected\"";
+      return where() + ".status is not \"ok\" or \"injected\"";
     }
-    if (!e["input"].is_boolean()) return where + ".input is not a boolean";
-    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    if (!e["input"].is_boolean()) return where() + ".input is not a boolean";
+    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
     return "";
   }
   if (kind == "observation") {
     if (!has_exact_keys(e, {"index", "kind", "frame_sha256", "pre_observation_sha256"})) {
-      return where + " has wrong keys";
+      return where() + " has wrong keys";
     }
-    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
     if (!is_hex64(e["pre_observation_sha256"])) {
-      return where + ".pre_observation_sha256 is not 64 lowercase hex";
+      return where() + ".pre_observation_sha256 is not 64 lowercase hex";
     }
     return "";
   }
   if (kind == "claims") {
     if (!has_exact_keys(e, {"index", "kind", "claims_sha256", "frame_sha256"})) {
-      return where + " has wrong keys";
+      return where() + " has wrong keys";
     }
-    if (!is_hex64(e["claims_sha256"])) return where + ".claims_sha256 is not 64 lowercase hex";
-    if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+    if (!is_hex64(e["claims_sha256"])) return where() + ".claims_sha256 is not 64 lowercase hex";
+    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
     return "";
   }
-  return where + ".kind is not a known event kind";
+  return where() + ".kind is not a known event kind";
 }
 
 // Returns "" when the receipt has the v2 shape (docs/receipts.md, check "schema").
@@ -269,6 +270,10 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   }
   add("schema", true, "evident.session-receipt/v2");
   const Json& t = r["transcript"];
+  // Each event's kind, looked up once: the checks below consult it several times per event.
+  std::vector<std::string_view> kinds;
+  kinds.reserve(t.size());
+  for (const auto& e : t) kinds.push_back(e["kind"].get_ref<const std::string&>());
 
   // Canonicalize each part once; the transcript's and the receipt body's JCS are composed from
   // their parts' JCS (the top-level keys are plain ASCII, so map order is JCS order).
@@ -337,7 +342,7 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   {
     std::size_t freeze = t.size();
     for (std::size_t i = 0; i < t.size(); ++i) {
-      if (str_eq(t[i]["kind"], "freeze")) { freeze = i; break; }
+      if (kinds[i] == "freeze") { freeze = i; break; }
     }
     if (freeze == t.size()) {
       add("stage_transcript_sha256", false, "no freeze event");
@@ -361,7 +366,7 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
       detail = "claims_sha256 differs from recomputed " + short_hex(want);
     } else {
       for (std::size_t i = 0; i < t.size(); ++i) {
-        if (str_eq(t[i]["kind"], "claims") && !str_eq(t[i]["claims_sha256"], want)) {
+        if (kinds[i] == "claims" && !str_eq(t[i]["claims_sha256"], want)) {
           detail = "transcript[" + std::to_string(i) + "].claims_sha256 differs";
           break;
         }
@@ -380,9 +385,9 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     }
     if (detail.empty()) {
       const std::size_t n = t.size();
-      bool ok = str_eq(t[0]["kind"], "initial_frame") && str_eq(t[n - 3]["kind"], "freeze") &&
-                str_eq(t[n - 2]["kind"], "observation") && str_eq(t[n - 1]["kind"], "claims");
-      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = str_eq(t[i]["kind"], "action");
+      bool ok = (kinds[0] == "initial_frame") && (kinds[n - 3] == "freeze") &&
+                (kinds[n - 2] == "observation") && (kinds[n - 1] == "claims");
+      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = (kinds[i] == "action");
       if (!ok) detail = "kinds are not initial_frame, action*, freeze, observation, claims";
     }
     add("event_order", detail.empty(),
@@ -392,8 +397,9 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   {
     std::int64_t actions = 0;
     std::int64_t with_input = 0;
-    for (const auto& e : t) {
-      if (str_eq(e["kind"], "action")) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const Json& e = t[i];
+      if (kinds[i] == "action") {
         ++actions;
         if (e["input"] == true) ++with_input;
       }
@@ -444,12 +450,12 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     int claims = 0;
     for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
       const Json& e = t[i];
-      if (str_eq(e["kind"], "observation")) {
+      if (kinds[i] == "observation") {
         ++observations;
         if (!str_eq(e["frame_sha256"], obs.get_ref<const std::string&>())) detail = "observation event frame differs from observation";
         else if (e["pre_observation_sha256"] != r["pre_observation_sha256"])
           detail = "observation event pre_observation_sha256 differs";
-      } else if (str_eq(e["kind"], "claims")) {
+      } else if (kinds[i] == "claims") {
         ++claims;
         if (!str_eq(e["frame_sha256"], obs.get_ref<const std::string&>())) detail = "claims event frame differs from observation";
       }
