@@ -11,8 +11,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "evident/core/json.h"
+#include "evident/display/display.h"
 #include "evident/service/engine.h"
 #ifdef EVIDENT_HAVE_RECEIPTS
 #include "evident/receipts/verify.h"
@@ -26,10 +28,28 @@ namespace {
 // so a Python object that outlives its `with` block fails politely.
 class PyEngine {
  public:
-  PyEngine(const std::string& state_dir, const std::string& runtime_dir) {
+  // `warm`: display sizes to keep one pre-started display each for, as [width, height] or
+  // [width, height, depth] or [width, height, depth, dpi] (docs/displays.md, warm pool).
+  PyEngine(const std::string& state_dir, const std::string& runtime_dir,
+           const std::vector<std::vector<int>>& warm) {
     evident::EngineOptions options;
     options.state_dir = state_dir;
     options.runtime_dir = runtime_dir;
+    for (const auto& w : warm) {
+      if (w.size() < 2 || w.size() > 4) {
+        throw py::value_error("warm entries are (width, height[, depth[, dpi]])");
+      }
+      evident::DisplayOptions d;
+      d.width = w[0];
+      d.height = w[1];
+      if (w.size() > 2) d.depth = w[2];
+      if (w.size() > 3) d.dpi = w[3];
+      if (!evident::validate_display_options(d).ok()) {
+        throw py::value_error("a warm entry is out of range: " +
+                              evident::validate_display_options(d).error().message);
+      }
+      options.warm.push_back({d.width, d.height, d.depth, d.dpi});
+    }
     engine_ = std::make_shared<evident::Engine>(std::move(options));
   }
 
@@ -58,6 +78,16 @@ class PyEngine {
       engine.swap(engine_);
     }
     if (engine) engine->shutdown();
+  }
+
+  // DisplayManager::wait_warm: true once every warm entry holds a ready display.
+  bool wait_warm(std::int64_t timeout_ms) {
+    std::shared_ptr<evident::Engine> engine;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      engine = engine_;
+    }
+    return engine && engine->displays().wait_warm(timeout_ms);
   }
 
   bool closed() {
@@ -104,8 +134,12 @@ PYBIND11_MODULE(_core, m) {
   m.attr("max_request_bytes") = evident::Engine::kMaxRequestBytes;
 
   py::class_<PyEngine>(m, "Engine")
-      .def(py::init<const std::string&, const std::string&>(), py::arg("state_dir") = "",
-           py::arg("runtime_dir") = "")
+      .def(py::init<const std::string&, const std::string&, const std::vector<std::vector<int>>&>(),
+           py::arg("state_dir") = "", py::arg("runtime_dir") = "", py::kw_only(),
+           py::arg("warm") = std::vector<std::vector<int>>{})
+      .def("wait_warm", &PyEngine::wait_warm, py::arg("timeout_ms"),
+           py::call_guard<py::gil_scoped_release>(),
+           "True once every warm entry holds a ready display; false on timeout or after close.")
       .def("call", &PyEngine::call, py::arg("request_json"),
            py::call_guard<py::gil_scoped_release>(),
            "One request envelope {\"op\",\"args\"} as JSON text; returns the JSON reply text.")

@@ -45,10 +45,16 @@ class Engine:
     """
 
     def __init__(self, state_dir: Optional[str] = None, runtime_dir: Optional[str] = None, *,
-                 backend: Any = None) -> None:
+                 backend: Any = None, warm: Optional[Sequence[Sequence[int]]] = None) -> None:
+        # warm: sizes to keep one pre-started, ready display each for, e.g. [(1920, 1080)];
+        # (width, height[, depth[, dpi]]). create_display with an equal size leases it.
         if backend is None:
             core = load_core()
-            backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
+            if warm:
+                backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""),
+                                      warm=[[int(v) for v in w] for w in warm])
+            else:
+                backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
         self._backend = backend
         self._lock = threading.Lock()
         self._inflight: "set[PendingCall]" = set()
@@ -116,6 +122,14 @@ class Engine:
         from .session import Session
 
         return Session.begin(self, display, app, attempt_id=attempt_id, job_sha256=job_sha256)
+
+    def wait_warm(self, timeout_ms: int) -> bool:
+        """True once every ``warm`` size holds a ready display (at once without ``warm``); false on
+        timeout or after close. The pool refills in the background after each lease."""
+        wait = getattr(self._backend, "wait_warm", None)
+        if self._closed or wait is None:
+            return False
+        return bool(wait(int(timeout_ms)))
 
     # -- lifecycle --------------------------------------------------------------------------
     @property

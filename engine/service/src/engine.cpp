@@ -340,6 +340,7 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   if (!impl_->options.clock) impl_->options.clock = &SystemClock::instance();
   DisplayManagerOptions dm;
   dm.runtime_dir = impl_->options.runtime_dir;
+  for (const auto& w : impl_->options.warm) dm.warm.push_back({w.width, w.height, w.depth, w.dpi});
   impl_->displays = std::make_unique<DisplayManager>(dm);
   impl_->session_backend = std::make_unique<DisplaySessionBackend>(*impl_->displays);
   SessionOptions so;

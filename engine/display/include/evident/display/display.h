@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "evident/capture/capture.h"
@@ -162,7 +163,16 @@ struct DisplayManagerOptions {
   int max_displays = 32;
   int max_apps = 128;
   std::int64_t start_timeout_ms = 15000;
+  // Warm pool: for each entry, one display of exactly these options is kept pre-started and
+  // ready by a background thread, so create() with equal options only leases it (fresh
+  // generation, registered like a normal create). Default empty: no thread, no change.
+  // An idle pooled display is not listed, not addressable, and counts against max_displays
+  // like a create in progress. Duplicate entries are kept once.
+  std::vector<DisplayOptions> warm;
 };
+
+// Equal width, height, depth and dpi.
+bool operator==(const DisplayOptions& a, const DisplayOptions& b);
 
 class DisplayManager {
  public:
@@ -203,13 +213,22 @@ class DisplayManager {
   bool app_alive(const std::string& app_id);
 
   // Refuses new work ("engine-shutting-down") and destroys every display and app. Idempotent.
+  // Also stops the warm-pool thread and tears down idle pooled displays.
   void destroy_all();
+
+  // Waits until every warm entry holds a ready display (true), or timeout_ms passed, or the
+  // manager shuts down (false). True at once when `warm` is empty. A warm entry whose start
+  // fails is retried after kWarmRetryMs; it stays not ready meanwhile.
+  bool wait_warm(std::int64_t timeout_ms);
+  // How many warm entries hold a ready display now.
+  int warm_ready();
 
   static constexpr std::int64_t kAppStopBoundMs = 3000;
   static constexpr std::int64_t kXvfbStopBoundMs = 3000;
   // Without --wait-window-ms, a launch still waits this long for an immediate exit.
   static constexpr std::int64_t kAppEarlyExitGraceMs = 100;
   static constexpr std::int64_t kMaxWaitWindowMs = 120000;
+  static constexpr std::int64_t kWarmRetryMs = 1000;
 
  private:
   struct App {
@@ -220,6 +239,19 @@ class DisplayManager {
   Status make_ready(OwnedDisplay& d);
   void stop_apps_of(int display_id, const std::string& generation);
   AppInfo snapshot(App& app);
+  // Registers a started display under its number (retiring a dead predecessor); fails with
+  // engine-shutting-down (tearing it down) when the manager is shutting down.
+  Result<std::shared_ptr<OwnedDisplay>> register_display(std::shared_ptr<OwnedDisplay> d);
+  // A live pooled display for `options`, or null; wakes the refill thread. Holds mu_.
+  std::shared_ptr<OwnedDisplay> take_warm_locked(const DisplayOptions& options,
+                                                 std::vector<std::shared_ptr<OwnedDisplay>>& dead);
+  void warm_loop();
+
+  struct WarmSlot {
+    DisplayOptions options;
+    std::shared_ptr<OwnedDisplay> ready;  // idle, pre-started; null while (re)starting
+    bool starting = false;
+  };
 
   DisplayManagerOptions options_;
   Spawner spawner_;
@@ -229,6 +261,10 @@ class DisplayManager {
   std::condition_variable idle_cv_;
   std::map<int, std::shared_ptr<OwnedDisplay>> displays_;
   std::map<std::string, std::shared_ptr<App>> apps_;
+  std::vector<WarmSlot> warm_;  // guarded by mu_
+  std::condition_variable warm_cv_;  // refill wanted / shutting down
+  std::condition_variable warm_ready_cv_;  // a slot became ready / shutting down
+  std::thread warm_thread_;
 };
 
 }  // namespace evident

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "evident/core/clock.h"
 #include "evident/core/json.h"
@@ -26,10 +27,22 @@ struct Actor {
   bool operator==(const Actor&) const = default;
 };
 
+// One warm-pool entry (the DisplayOptions of display.create; kept apart so this header needs no
+// display headers).
+struct WarmDisplaySize {
+  int width = 1280;
+  int height = 800;
+  int depth = 24;
+  int dpi = 96;
+};
+
 struct EngineOptions {
   std::string state_dir;    // evidence (persists); default default_state_dir()
   std::string runtime_dir;  // private scratch: auth cookies, app logs (0700); default default_runtime_dir()/engine-<pid>-<rand>
   const Clock* clock = nullptr;  // default SystemClock
+  // Warm display pool (DisplayManagerOptions::warm): sizes to keep one ready display each for.
+  // Default empty: nothing is pre-started. See docs/displays.md.
+  std::vector<WarmDisplaySize> warm;
 };
 
 // Request envelope (internal wire format, also used by the daemon socket):
