@@ -32,9 +32,8 @@ struct InputOptions {
   // Keymap barrier: how long a receiving client must be quiet after fetching the keymap, and the
   // bound after which typing goes on anyway (reported in the type detail).
   std::int64_t barrier_quiet_ms = 15;
-  // A receiving client that issued no request at all after our key events reached it (nothing
-  // to redraw) is taken as done after this much silence; also the bound for a focused client
-  // that does not fetch a changed keymap.
+  // Decode barrier: a receiving client that issued no request at all after our key events
+  // reached it (nothing to redraw) is taken as done after this much silence.
   std::int64_t barrier_idle_ms = 250;
   std::int64_t barrier_timeout_ms = 2000;
   // Fetch wait: a focused client that issued no request at all for this long after our keymap
