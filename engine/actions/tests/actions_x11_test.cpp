@@ -245,18 +245,13 @@ TEST(ActionsX11, PasteDeliversUnicodeThroughTheClipboard) {
     poll(nullptr, 0, 5);
   }
   EXPECT_EQ(value, want);
-  std::lock_guard<std::mutex> lock(rig.mu);
-  // The claim in the detail, checked on the server: the selections have no owner any more.
-  EXPECT_EQ(XGetSelectionOwner(rig.dpy, XInternAtom(rig.dpy, "CLIPBOARD", False)), static_cast<Window>(None));
-  EXPECT_EQ(XGetSelectionOwner(rig.dpy, XA_PRIMARY), static_cast<Window>(None));
-  char keys[32];
-  XQueryKeymap(rig.dpy, keys);
-  for (int i = 0; i < 32; ++i) EXPECT_EQ(keys[i], 0) << "key byte " << i << " still held after paste";
-  ::Window root_ret, child_ret;
-  int rx, ry, wx, wy;
-  unsigned int mask = 0;
-  ASSERT_TRUE(XQueryPointer(rig.dpy, DefaultRootWindow(rig.dpy), &root_ret, &child_ret, &rx, &ry, &wx, &wy, &mask));
-  EXPECT_EQ(mask & (Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask | ControlMask), 0u);
+  {
+    std::lock_guard<std::mutex> lock(rig.mu);
+    // The claim in the detail, checked on the server: the selections have no owner any more.
+    EXPECT_EQ(XGetSelectionOwner(rig.dpy, XInternAtom(rig.dpy, "CLIPBOARD", False)), static_cast<Window>(None));
+    EXPECT_EQ(XGetSelectionOwner(rig.dpy, XA_PRIMARY), static_cast<Window>(None));
+  }
+  expect_nothing_held(rig, "paste");
 }
 
 // Proves that paste works when another real client (xclip) owned CLIPBOARD before: the fixture
@@ -334,15 +329,7 @@ TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
   }
   XCloseDisplay(obs);
 
-  std::lock_guard<std::mutex> lock(rig.mu);
-  char keys[32];
-  XQueryKeymap(rig.dpy, keys);
-  for (int i = 0; i < 32; ++i) EXPECT_EQ(keys[i], 0) << "key byte " << i << " still held after paste";
-  ::Window root_ret, child_ret;
-  int rx, ry, wx, wy;
-  unsigned int mask = 0;
-  ASSERT_TRUE(XQueryPointer(rig.dpy, DefaultRootWindow(rig.dpy), &root_ret, &child_ret, &rx, &ry, &wx, &wy, &mask));
-  EXPECT_EQ(mask & (Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask | ControlMask), 0u);
+  expect_nothing_held(rig, "paste");
 }
 
 TEST(ActionsX11, RefusedBatchInjectsNothing) {

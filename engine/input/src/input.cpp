@@ -357,6 +357,7 @@ Status InputDevice::await_fetch(const std::vector<unsigned>& keycodes, TypeRepor
   const bool passed = watch_->wait_fetched(markers_, clients, keycodes, options_.fetch_idle_ms,
                                            steady_us() + options_.barrier_timeout_ms * 1000);
   watch_->note("fetch-wait-end", passed ? 1 : 0);
+  if (!passed) ++barrier_timeouts_;
   if (report) {
     ++report->fetch_waits;
     if (!passed) ++report->barrier_timeouts;
@@ -384,6 +385,7 @@ Status InputDevice::barrier(TypeReport* report, std::int64_t settle_ms) {
     // No RECORD: no evidence is available; give clients a bounded time to read their queues.
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.barrier_quiet_ms * 4));
   }
+  if (!passed) ++barrier_timeouts_;
   if (report) {
     ++report->barriers;
     if (!passed) ++report->barrier_timeouts;
@@ -398,19 +400,20 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
   TypeReport report;
   EVIDENT_TRY(refresh_keymap());
   Keymap& km = *keymap_;
-  XkbStateRec state{};
-  XkbGetState(dpy_, XkbUseCoreKbd, &state);
-  const bool caps = (state.locked_mods & LockMask) && km.caps_keycode;
-  if (caps) {  // typing needs the unlocked levels; the lock is put back afterwards
-    fake_key(km.caps_keycode, true);
-    fake_key(km.caps_keycode, false);
-  }
+  // Every character is checked before anything is sent: a refused text injects nothing.
   std::vector<unsigned long> keysyms;
   keysyms.reserve(text.size());
   for (char32_t cp : text) {
     const unsigned long ks = keysym_for_codepoint(cp);
     if (!ks) return make_error("input-dispatch-failed", "text contains a control character that has no key");
     keysyms.push_back(ks);
+  }
+  XkbStateRec state{};
+  XkbGetState(dpy_, XkbUseCoreKbd, &state);
+  const bool caps = (state.locked_mods & LockMask) && km.caps_keycode;
+  if (caps) {  // typing needs the unlocked levels; the lock is put back afterwards
+    fake_key(km.caps_keycode, true);
+    fake_key(km.caps_keycode, false);
   }
   std::size_t i = 0;
   while (i < keysyms.size()) {

@@ -138,12 +138,11 @@ void RecordWatch::handle(const unsigned char* data, unsigned long len4, int cate
     const int major = data[0];
     if (own) {
       if (major == X_ChangeKeyboardMapping && bytes >= 8) {
-        change_seen_ = true;
-        change_seq_ = ++seq_;
+        const std::uint64_t change_seq = ++seq_;
         change_us_ = steady_us();
         // xChangeKeyboardMappingReq: keyCodes (count) at 1, firstKeyCode at 4.
         const unsigned first = data[4], count = data[1];
-        for (unsigned kc = first; kc < first + count && kc < 256; ++kc) changed_seq_[kc] = change_seq_;
+        for (unsigned kc = first; kc < first + count && kc < 256; ++kc) changed_seq_[kc] = change_seq;
         trace("change", client, static_cast<int>(count), 0);
       }
       if (major == X_NoOperation) {
@@ -157,8 +156,6 @@ void RecordWatch::handle(const unsigned char* data, unsigned long len4, int cate
     last_request_seq_[client] = ++seq_;
     const bool fetch = major == X_GetKeyboardMapping ||
                        (major == xkb_major_ && data[1] == kXkbGetMapMinor);
-    if (fetch && change_seen_) fetched_.insert(client);
-    if (fetch) fetch_seq_[client] = seq_;
     // The key range the fetch returns syms for.
     unsigned first = 0, count = 0;
     if (major == X_GetKeyboardMapping && bytes >= 8) {  // xGetKeyboardMappingReq: first 4, count 5
@@ -210,9 +207,7 @@ void RecordWatch::forget(XID base) {
 
 void RecordWatch::begin_epoch() {
   std::lock_guard<std::mutex> lock(mu_);
-  change_seen_ = false;
   receivers_.clear();
-  fetched_.clear();
   last_delivery_seq_.clear();
   last_delivery_us_.clear();
 }

@@ -35,8 +35,8 @@ class RecordWatch {
   RecordWatch(const RecordWatch&) = delete;
   RecordWatch& operator=(const RecordWatch&) = delete;
 
-  // Starts a new epoch: forget receivers/fetches; fetches count only after our next keymap change
-  // (X_ChangeKeyboardMapping from `own_base`) is seen in the stream.
+  // Starts a new epoch: forget this epoch's receivers and their deliveries (fetch evidence is per
+  // keycode and change, so it needs no reset).
   void begin_epoch();
   // The fetch barrier, run after our keymap change and before the key events that need it. Tk
   // decodes KeyPress when it moves X events to its Tcl queue, but refreshes Xlib's core keysym
@@ -99,11 +99,9 @@ class RecordWatch {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  bool change_seen_ = false;
   std::uint64_t markers_seen_ = 0;
   bool started_ = false;
   std::set<XID> receivers_;
-  std::set<XID> fetched_;
   std::map<XID, std::int64_t> last_request_us_;
   // Order of recorded items (server order): a request after a delivery has a larger sequence.
   std::uint64_t seq_ = 0;
@@ -111,9 +109,7 @@ class RecordWatch {
   std::map<XID, std::uint64_t> last_delivery_seq_;
   std::map<XID, std::int64_t> last_delivery_us_;
   std::set<XID> all_receivers_;
-  std::uint64_t change_seq_ = 0;
   std::int64_t change_us_ = 0;
-  std::map<XID, std::uint64_t> fetch_seq_;
   // Per keycode: the sequence of our last change of it, and of each client's last fetch of it.
   std::array<std::uint64_t, 256> changed_seq_{};
   std::map<XID, std::array<std::uint64_t, 256>> fetched_seq_;

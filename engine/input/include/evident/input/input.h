@@ -111,6 +111,9 @@ class InputDevice {
 
   // XTest events injected so far.
   std::uint64_t event_count() const { return events_; }
+  // Fetch waits and decode barriers (including the restore's) that ended on their time bound
+  // instead of evidence, since creation.
+  std::uint64_t barrier_timeouts() const { return barrier_timeouts_; }
   ::Display* display() const { return dpy_; }
 
  private:
@@ -144,6 +147,7 @@ class InputDevice {
   std::set<unsigned> held_keys_;
   std::set<int> held_buttons_;
   std::int64_t last_key_us_ = 0;
+  std::uint64_t barrier_timeouts_ = 0;
   bool abandoned_ = false;
   // A deferred restore that failed: reported by the next release_all_checked().
   std::optional<Error> restore_error_;
