@@ -48,6 +48,26 @@ field() { "$PY" -c 'import json,sys
 v=json.load(sys.stdin)
 for k in sys.argv[1].split("."): v=v[int(k)] if isinstance(v,list) else v[k]
 print(v if not isinstance(v,(dict,list)) else json.dumps(v))' "$1"; }
+# Waits (bounded, 10 s) until the fixture app's event log has an event of type $1.
+wait_app_event() {
+  "$PY" - "$WORK/app-events.jsonl" "$1" <<'PYEOF'
+import json, sys, threading, time
+path, kind = sys.argv[1], sys.argv[2]
+deadline = time.monotonic() + 10
+while True:
+    try:
+        with open(path, encoding="utf-8") as f:
+            if any(json.loads(line).get("type") == kind for line in f if line.endswith("\n")):
+                break
+    except FileNotFoundError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit(f"main_job: the app did not log '{kind}' within 10 s")
+    threading.Event().wait(0.02)
+print(f"  the app logged '{kind}'")
+PYEOF
+}
+
 # One session request; fails the job on an error response.
 session() {
   local out
@@ -78,6 +98,7 @@ echo "== launching the fixture app"
 A="$(ev app launch "$ID" "$GEN" --wait-window-ms 10000 -- "$APP" --events "$WORK/app-events.jsonl")"
 APP_ID="$(printf '%s' "$A" | field app.app_id)"
 echo "app $APP_ID"
+wait_app_event ready   # a mapped window is not yet an app that has drawn and taken focus
 
 JOB_SHA="$(printf 'evident main job: type the trigger phrase, expect green' | sha256sum | cut -d' ' -f1)"
 
@@ -88,8 +109,12 @@ EVIDENCE="$(printf '%s' "$S" | field evidence_dir)"
 echo "session $SID"
 
 echo "== session: actions (click the text field, type the trigger phrase)"
-S="$(session "{\"op\":\"actions\",\"session_id\":\"$SID\",\"sequence\":0,\"actions\":[{\"type\":\"click\",\"x\":100,\"y\":40},{\"type\":\"type\",\"text\":\"evident\"},{\"type\":\"wait\",\"ms\":100}]}")"
+S="$(session "{\"op\":\"actions\",\"session_id\":\"$SID\",\"sequence\":0,\"actions\":[{\"type\":\"click\",\"x\":100,\"y\":40},{\"type\":\"type\",\"text\":\"evident\"}]}")"
 printf '%s' "$S" | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["results"]; print("\n".join("  action %d %s: %s" % (x["index"],x["type"],x["status"]) for x in r)); sys.exit(any(x["status"]=="failed" for x in r))'
+
+# The app's own word that the phrase arrived: it logs `trigger` once the green screen is drawn
+# (fixtures/app/README.md), so the frame frozen next shows it.
+wait_app_event trigger
 
 echo "== session: freeze"
 S="$(session "{\"op\":\"freeze\",\"session_id\":\"$SID\",\"sequence\":1}")"

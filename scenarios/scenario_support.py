@@ -28,8 +28,10 @@ def wait_for(condition: Callable[[], Optional[T]], timeout: float, what: str,
              interval: float = 0.02) -> T:
     """Returns the first truthy value of ``condition()``; fails after ``timeout`` seconds.
 
-    For conditions outside Evident (a file an app writes, a page's state); screen content is
-    waited for with the engine's ``settle`` instead.
+    For conditions outside Evident (a file an app writes, a page's state) and for a known look
+    on screen (a condition on a fresh frame, e.g. the browser's green status, since a browser
+    paints after its state changes). Waiting for "the screen stopped changing" is the engine's
+    ``settle``.
     """
     deadline = time.monotonic() + timeout
     pause = threading.Event()

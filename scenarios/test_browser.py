@@ -75,13 +75,19 @@ def test_fill_web_form_in_chromium(evident_display, evident_app, evident_evidenc
                              what="the page's submitted state")
             assert state == {"name": NAME, "city": CITY, "trusted": True}
 
-            session.freeze()
-            session.observe()
+            # The page's state changes before Chromium paints it (the compositor draws on its own
+            # schedule), so wait until a frame shows the green status, then freeze and observe:
+            # the observed frame is captured after that and must show it too.
             status = page.evaluate("(() => { const r = document.getElementById('status')"
                                    ".getBoundingClientRect(); return [r.x, r.y, r.width, "
                                    "r.height]; })()")
             box = (origin[0] + int(status[0]), origin[1] + int(status[1]), int(status[2]),
                    int(status[3]))
+            wait_for(lambda: region_fraction(evident_display.image(), box, GREEN) > 0.5,
+                     timeout=10, what="the green status on screen")
+
+            session.freeze()
+            session.observe()
             assert region_fraction(session.frame.image(), box, GREEN) > 0.5
 
             receipt = session.finish({"scenario": "browser-form", "page_state": state})

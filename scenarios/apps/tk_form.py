@@ -21,6 +21,7 @@ SUBMIT_BUTTON = (120, 130, 120, 36)
 STATUS_BAR = (20, 190, 440, 36)
 BACKGROUND = "#404040"
 SUBMITTED_GREEN = "#1E8E3E"
+ENTRY_WHITE = "#FFFFFF"
 
 
 def main() -> int:
@@ -45,8 +46,8 @@ def main() -> int:
 
     tk.Label(root, text="Name", bg=BACKGROUND, fg="white").place(x=20, y=20, height=32)
     tk.Label(root, text="City", bg=BACKGROUND, fg="white").place(x=20, y=70, height=32)
-    name = tk.Entry(root, font=("DejaVu Sans", 12))
-    city = tk.Entry(root, font=("DejaVu Sans", 12))
+    name = tk.Entry(root, font=("DejaVu Sans", 12), bg=ENTRY_WHITE)
+    city = tk.Entry(root, font=("DejaVu Sans", 12), bg=ENTRY_WHITE)
     place(name, NAME_ENTRY)
     place(city, CITY_ENTRY)
     status = tk.Label(root, text="", bg=BACKGROUND, fg="white", font=("DejaVu Sans", 12, "bold"))
@@ -55,7 +56,11 @@ def main() -> int:
     def submit():
         values = {"name": name.get(), "city": city.get()}
         status.configure(text="Submitted", bg=SUBMITTED_GREEN)
-        root.update_idletasks()  # the screen says "Submitted" before the file appears
+        # The screen says "Submitted" before the file appears: update_idletasks runs the redraw
+        # (its X requests sit in Xlib's buffer), and winfo_pointerxy is a round trip (XQueryPointer),
+        # so the server has drawn them by the time it answers.
+        root.update_idletasks()
+        root.winfo_pointerxy()
         tmp = args.out + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(values, f, ensure_ascii=False)
