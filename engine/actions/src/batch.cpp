@@ -3,23 +3,11 @@
 
 #include "evident/actions/batch.h"
 
+#include "evident/capture/capture.h"
 #include "evident/core/clock.h"
 #include "evident/core/fs.h"
 
 namespace evident {
-namespace {
-
-const char* settle_name(SettleOutcome o) {
-  switch (o) {
-    case SettleOutcome::kSettled: return "settled";
-    case SettleOutcome::kStillLoading: return "still_loading";
-    case SettleOutcome::kFixed: return "fixed";
-    case SettleOutcome::kOff: return "off";
-  }
-  return "off";
-}
-
-}  // namespace
 
 Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
   const std::string code = "actions-request";
@@ -82,7 +70,7 @@ Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
         std::lock_guard<std::mutex> lock(*ctx.dpy_mutex);
         outcome = ctx.watcher->wait_settled(anchor, kSettleQuietMs, settle_cap_ms);
       }
-      settle["outcome"] = settle_name(outcome);
+      settle["outcome"] = to_string(outcome);
       settle["elapsed_ms"] = (steady_us() - anchor) / 1000;
     }
   }
