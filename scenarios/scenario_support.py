@@ -1,5 +1,6 @@
-"""Small helpers shared by the scenarios: waiting on a condition with a deadline, looking at
-pixels, serving a local page, and talking to Chromium's DevTools protocol on loopback.
+"""Small helpers shared by the scenarios: looking at pixels, serving a local page, and talking
+to Chromium's DevTools protocol on loopback. Waiting on a condition with a deadline is
+``evident.wait_for`` (re-exported here).
 
 Nothing here drives the display: all input goes through Evident (native XTest input).
 """
@@ -11,37 +12,17 @@ import http.server
 import json
 import os
 import threading
-import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Tuple, TypeVar
+from typing import Any, Iterator, Optional, Tuple
+
+from evident import wait_for  # noqa: F401  (the scenarios import it from here)
 
 REPO = Path(__file__).resolve().parent.parent
 APPS = Path(__file__).resolve().parent / "apps"
 WEB_ROOT = REPO / "fixtures" / "web"
 
-T = TypeVar("T")
 RGB = Tuple[int, int, int]
-
-
-def wait_for(condition: Callable[[], Optional[T]], timeout: float, what: str,
-             interval: float = 0.02) -> T:
-    """Returns the first truthy value of ``condition()``; fails after ``timeout`` seconds.
-
-    For conditions outside Evident (a file an app writes, a page's state) and for a known look
-    on screen (a condition on a fresh frame, e.g. the browser's green status, since a browser
-    paints after its state changes). Waiting for "the screen stopped changing" is the engine's
-    ``settle``.
-    """
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        pause.wait(interval)
 
 
 def read_json_file(path: Path) -> Optional[Any]:

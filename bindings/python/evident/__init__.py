@@ -25,12 +25,13 @@ from .errors import (ActionError, AppError, DisplayError, EngineError, EvidentEr
                      ReceiptError, SessionError, UsageError, error_class_for)
 from .session import Session
 from .verification import Verification, VerifyCheck, verify_receipt
+from .waiting import wait_for
 
 __all__ = [
     "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Session",
     "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
     "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
-    "ActionError", "SessionError", "ReceiptError", "error_class_for", "Client",
+    "ActionError", "SessionError", "ReceiptError", "error_class_for", "Client", "wait_for",
 ]
 
 

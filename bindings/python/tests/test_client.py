@@ -11,7 +11,7 @@ import pytest
 import evident
 from evident import actions as a
 
-from wait_helpers import wait_for
+from evident import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 
