@@ -13,10 +13,14 @@
 #include "evident/capture/capture.h"
 #include "evident/core/fs.h"
 #include "evident/core/sha256.h"
-#include "x11_harness.h"  // includes Xlib last
+#include "evident/testing/files.h"
+#include "evident/testing/fixture_log.h"
+#include "evident/testing/process.h"
+#include "evident/testing/tk.h"
+#include "evident/testing/xvfb.h"  // includes Xlib last
 #include <X11/Xatom.h>
 #include <X11/keysym.h>
-#define Status int  // Xlib's Status, which x11_harness.h #undef'd for evident::Status
+#define Status int  // Xlib's Status, which xvfb.h #undef'd for evident::Status
 #include <X11/Xutil.h>  // IsModifierKey
 #include <X11/extensions/Xfixes.h>
 #undef Status
@@ -24,50 +28,31 @@
 namespace evident {
 namespace {
 
-const std::string kFixture = std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app";
+const std::string kFixture = testing::fixture_app_path();
 
-std::vector<nlohmann::json> events(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::string all = test::read_file_or_empty(path);
-  std::size_t start = 0;
-  while (start < all.size()) {
-    std::size_t nl = all.find('\n', start);
-    if (nl == std::string::npos) break;
-    auto j = nlohmann::json::parse(all.substr(start, nl - start), nullptr, false);
-    if (j.is_object()) out.push_back(j);
-    start = nl + 1;
-  }
-  return out;
-}
+std::vector<nlohmann::json> events(const std::string& path) { return testing::EventLog(path).events(); }
 
-std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& ev, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  for (const auto& e : ev) {
-    if (e["type"] == type) out.push_back(e);
-  }
-  return out;
-}
+using testing::of_type;
 
 struct Rig {
-  test::Xvfb xvfb{1280, 800};
+  testing::Xvfb xvfb{"1280x800x24"};
   ::Display* dpy = nullptr;
   std::mutex mu;
   std::unique_ptr<Capturer> capturer;
   std::unique_ptr<ChangeWatcher> watcher;
   std::unique_ptr<ActionExecutor> exec;
-  test::Child app;
+  testing::Child app;
   std::string log;
 
   explicit Rig(bool animate = false) {
+    xvfb.export_env();  // the fixture app and the Tk client connect through DISPLAY
     dpy = xvfb.open();
     EXPECT_NE(dpy, nullptr);
     log = xvfb.dir() + "/events.jsonl";
     std::vector<std::string> argv = {kFixture, "--events", log};
     if (animate) argv.push_back("--animate");
-    app = test::spawn(argv, false);
-    const auto deadline = test::now_ms() + 15000;
-    while (test::now_ms() < deadline && of_type(events(log), "ready").empty()) poll(nullptr, 0, 10);
-    EXPECT_FALSE(of_type(events(log), "ready").empty());
+    app = testing::spawn(argv, false);
+    EXPECT_TRUE(testing::EventLog(log).wait_ready(15000));
     auto cap = Capturer::create(dpy);
     if (cap.ok()) capturer = std::move(*cap);
     auto w = ChangeWatcher::create(dpy);
@@ -98,14 +83,16 @@ struct Rig {
   }
   // Waits until the fixture logged at least `n` events of `type`.
   std::vector<nlohmann::json> wait_events(const std::string& type, std::size_t n, int timeout_ms = 5000) {
-    const auto deadline = test::now_ms() + timeout_ms;
-    std::vector<nlohmann::json> got;
-    while (test::now_ms() < deadline) {
-      got = of_type(events(log), type);
-      if (got.size() >= n) break;
-      poll(nullptr, 0, 5);
-    }
-    return got;
+    return testing::EventLog(log).wait_events(type, n, timeout_ms);
+  }
+  // Waits until the fixture's text field holds `want`; returns what it last held.
+  std::string wait_text(const std::string& want, int timeout_ms = 5000) {
+    auto last_text = [](const std::vector<nlohmann::json>& ev) {
+      auto t = of_type(ev, "text");
+      return t.empty() ? std::string() : t.back()["value"].get<std::string>();
+    };
+    testing::EventLog(log).wait_for([&](const auto& ev) { return last_text(ev) == want; }, timeout_ms);
+    return last_text(events(log));
   }
 };
 
@@ -136,7 +123,7 @@ nlohmann::json png_probe(const std::string& path, const std::vector<std::pair<in
     argv.push_back(std::to_string(x));
     argv.push_back(std::to_string(y));
   }
-  test::Child probe = test::spawn(argv, true, true);
+  testing::Child probe = testing::spawn(argv, true, true);
   probe.read_until([](const std::string& b) { return b.find('\n') != std::string::npos; }, 30000);
   auto j = nlohmann::json::parse(probe.buffer, nullptr, false);
   return j.is_object() ? j : nlohmann::json{{"error", "probe output: " + probe.buffer}};
@@ -165,7 +152,7 @@ TEST(ActionsX11, ClicksMultiClicksAndButtonsArriveWhereSent) {
     EXPECT_EQ(presses[i]["x_root"], 300);
   }
   // On failure, the whole log shows which event is missing.
-  EXPECT_EQ(rig.wait_events("button_release", 6).size(), 6u) << test::read_file_or_empty(rig.log);
+  EXPECT_EQ(rig.wait_events("button_release", 6).size(), 6u) << testing::slurp(rig.log);
   EXPECT_EQ(rig.wait_events("button_clicked", 1).size(), 1u);
 }
 
@@ -205,15 +192,7 @@ TEST(ActionsX11, TypeAndKeysReachTheFixtureTextField) {
       {"type":"key","key":"BackSpace"},{"type":"key","key":"shift+a"},{"type":"hold_key","key":"b","ms":30}],"observe":"none"})");
   ASSERT_TRUE(r.ok()) << r.error().message;
   const std::string want = "Hello, World! h\u00e9llo \u2014 \u4e16Ab";
-  const auto deadline = test::now_ms() + 5000;
-  std::string value;
-  while (test::now_ms() < deadline) {
-    auto t = of_type(events(rig.log), "text");
-    if (!t.empty()) value = t.back()["value"];
-    if (value == want) break;
-    poll(nullptr, 0, 5);
-  }
-  EXPECT_EQ(value, want);
+  EXPECT_EQ(rig.wait_text(want), want);
 }
 
 // Proves that paste delivers Unicode text byte-exact through CLIPBOARD to a real client that asks
@@ -236,15 +215,7 @@ TEST(ActionsX11, PasteDeliversUnicodeThroughTheClipboard) {
   EXPECT_EQ(pastes[0]["selection"], "CLIPBOARD");
   EXPECT_EQ(pastes[0]["ok"], true);
   EXPECT_EQ(pastes[0]["text"].get<std::string>(), want);
-  const auto deadline = test::now_ms() + 5000;
-  std::string value;
-  while (test::now_ms() < deadline) {
-    auto t = of_type(events(rig.log), "text");
-    if (!t.empty()) value = t.back()["value"];
-    if (value == want) break;
-    poll(nullptr, 0, 5);
-  }
-  EXPECT_EQ(value, want);
+  EXPECT_EQ(rig.wait_text(want), want);
   {
     std::lock_guard<std::mutex> lock(rig.mu);
     // The claim in the detail, checked on the server: the selections have no owner any more.
@@ -270,11 +241,11 @@ TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
   XSync(obs, False);
   // Waits (XFixes events, bounded) until `done(owner)` holds for CLIPBOARD's current owner.
   auto wait_owner = [&](const std::function<bool(Window)>& done) {
-    const auto deadline = test::now_ms() + 5000;
+    const auto deadline = testing::now_ms() + 5000;
     Window owner = XGetSelectionOwner(obs, clipboard);
-    while (!done(owner) && test::now_ms() < deadline) {
+    while (!done(owner) && testing::now_ms() < deadline) {
       pollfd p{ConnectionNumber(obs), POLLIN, 0};
-      if (!XPending(obs)) poll(&p, 1, static_cast<int>(std::max<std::int64_t>(1, deadline - test::now_ms())));
+      if (!XPending(obs)) poll(&p, 1, static_cast<int>(std::max<std::int64_t>(1, deadline - testing::now_ms())));
       while (XPending(obs)) {
         XEvent ev;
         XNextEvent(obs, &ev);
@@ -289,7 +260,7 @@ TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
   ASSERT_TRUE(write_file_atomic(file, previous).ok());
   // -quiet keeps xclip in the foreground (so the test owns and reaps it); it serves CLIPBOARD
   // until another client takes the selection.
-  test::Child xclip = test::spawn({"xclip", "-quiet", "-selection", "clipboard", file}, false);
+  testing::Child xclip = testing::spawn({"xclip", "-quiet", "-selection", "clipboard", file}, false);
   ASSERT_GT(xclip.pid, 0);
   const Window xclip_owner = wait_owner([](Window w) { return w != None; });
   ASSERT_NE(xclip_owner, static_cast<Window>(None)) << "xclip never took CLIPBOARD";
@@ -318,10 +289,10 @@ TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
   EXPECT_EQ(wait_owner([](Window w) { return w == None; }), static_cast<Window>(None));
   EXPECT_EQ(XGetSelectionOwner(obs, XA_PRIMARY), static_cast<Window>(None));
   {
-    const auto deadline = test::now_ms() + 5000;
+    const auto deadline = testing::now_ms() + 5000;
     int st = 0;
     pid_t got = 0;
-    while ((got = waitpid(xclip.pid, &st, WNOHANG)) == 0 && test::now_ms() < deadline) {
+    while ((got = waitpid(xclip.pid, &st, WNOHANG)) == 0 && testing::now_ms() < deadline) {
       poll(nullptr, 0, 5);  // bounded reaping loop: xclip's exit is the condition
     }
     EXPECT_EQ(got, xclip.pid) << "xclip still running after losing CLIPBOARD";
@@ -376,7 +347,7 @@ TEST(ActionsX11, SettleAndObservation) {
     if (rig.capturer) {
       EXPECT_EQ((*r)["observation"]["kind"], "pixels");
       const std::string path = (*r)["observation"]["png"]["path"];
-      EXPECT_EQ(sha256_hex(test::read_file_or_empty(path)), (*r)["observation"]["png"]["sha256"]);
+      EXPECT_EQ(sha256_hex(testing::slurp(path)), (*r)["observation"]["png"]["sha256"]);
     }
     auto fixed = rig.run(R"({"actions":[{"type":"wait","ms":1}],"settle":true,"observe":"none"})");
     ASSERT_TRUE(fixed.ok());
@@ -412,8 +383,8 @@ TEST(ActionsX11, MouseDownMoveUpPressesDragsAndReleasesWithTheButton) {
   for (int i : {1, 3, 5, 7}) EXPECT_EQ(res[i]["status"], "ok") << res[i].dump();
   auto presses = rig.wait_events("button_press", 2);
   auto releases = rig.wait_events("button_release", 2);
-  ASSERT_EQ(presses.size(), 2u) << test::read_file_or_empty(rig.log);
-  ASSERT_EQ(releases.size(), 2u) << test::read_file_or_empty(rig.log);
+  ASSERT_EQ(presses.size(), 2u) << testing::slurp(rig.log);
+  ASSERT_EQ(releases.size(), 2u) << testing::slurp(rig.log);
   struct Want {
     int button;
     unsigned mask;
@@ -445,8 +416,8 @@ TEST(ActionsX11, MouseDownMoveUpPressesDragsAndReleasesWithTheButton) {
     EXPECT_EQ(motion_state(w.up_x, w.up_y), static_cast<long>(w.mask)) << "motion to (" << w.up_x << "," << w.up_y << ")";
   }
   // After mouse_up the button is up: the following moves carry no button mask.
-  EXPECT_EQ(motion_state(500, 400), 0) << test::read_file_or_empty(rig.log);
-  EXPECT_EQ(motion_state(600, 450), 0) << test::read_file_or_empty(rig.log);
+  EXPECT_EQ(motion_state(500, 400), 0) << testing::slurp(rig.log);
+  EXPECT_EQ(motion_state(600, 450), 0) << testing::slurp(rig.log);
   // Order in the log: press, the held motion, release, then the free motion.
   std::vector<std::string> order;
   for (const auto& e : all) {
@@ -469,7 +440,7 @@ TEST(ActionsX11, ScrollUpAndRightWithAmounts) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   for (const auto& res : (*r)["results"]) EXPECT_EQ(res["status"], "injected") << res.dump();
   auto scrolls = rig.wait_events("scroll", 8);
-  ASSERT_EQ(scrolls.size(), 8u) << test::read_file_or_empty(rig.log);
+  ASSERT_EQ(scrolls.size(), 8u) << testing::slurp(rig.log);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(scrolls[i]["direction"], "up");
     EXPECT_EQ(scrolls[i]["x_root"], 100);
@@ -532,19 +503,20 @@ TEST(ActionsX11, KeyChordsAndAliasesArriveWithTheirModifiers) {
     const auto ks = e["keysym"].get<unsigned long>();
     return IsModifierKey(ks) || ks == XK_Super_L || ks == XK_Super_R;
   };
-  std::vector<nlohmann::json> keys;
-  const auto deadline = test::now_ms() + 5000;
-  std::vector<nlohmann::json> all;
-  while (test::now_ms() < deadline) {
-    all = events(rig.log);
-    keys.clear();
-    for (const auto& e : of_type(all, "key_press")) {
-      if (!is_modifier(e)) keys.push_back(e);
+  auto non_modifier_presses = [&](const std::vector<nlohmann::json>& ev) {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : of_type(ev, "key_press")) {
+      if (!is_modifier(e)) out.push_back(e);
     }
-    if (keys.size() >= want.size() && of_type(all, "key_release").size() >= of_type(all, "key_press").size()) break;
-    poll(nullptr, 0, 5);
-  }
-  ASSERT_EQ(keys.size(), want.size()) << test::read_file_or_empty(rig.log);
+    return out;
+  };
+  testing::EventLog(rig.log).wait_for([&](const std::vector<nlohmann::json>& ev) {
+    return non_modifier_presses(ev).size() >= want.size() &&
+           of_type(ev, "key_release").size() >= of_type(ev, "key_press").size();
+  }, 5000);
+  const std::vector<nlohmann::json> all = events(rig.log);
+  const std::vector<nlohmann::json> keys = non_modifier_presses(all);
+  ASSERT_EQ(keys.size(), want.size()) << testing::slurp(rig.log);
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(keys[i]["keysym_name"], want[i].name) << keys[i].dump();
     EXPECT_EQ(keys[i]["keysym"].get<unsigned long>(), want[i].keysym) << keys[i].dump();
@@ -565,7 +537,7 @@ TEST(ActionsX11, KeyChordsAndAliasesArriveWithTheirModifiers) {
   // characters (Escape, Tab), but not Mod4: super+l is the only text change, "l".
   EXPECT_EQ(of_type(all, "submit").size(), 2u);
   auto texts = of_type(all, "text");
-  ASSERT_EQ(texts.size(), 1u) << test::read_file_or_empty(rig.log);
+  ASSERT_EQ(texts.size(), 1u) << testing::slurp(rig.log);
   EXPECT_EQ(texts[0]["value"], "l");
   expect_nothing_held(rig, "key chords");
 }
@@ -575,7 +547,7 @@ TEST(ActionsX11, KeyChordsAndAliasesArriveWithTheirModifiers) {
 TEST(ActionsX11, TkSeesDoubleAndTripleClicks) {
   Rig rig;
   ASSERT_TRUE(rig.exec);
-  test::Child tk = test::start_tk("clicks");
+  testing::Child tk = testing::start_tk("clicks");
   ASSERT_NE(tk.buffer.find("\"ready\""), std::string::npos) << "Tk client never ready: " << tk.buffer;
   auto ready = nlohmann::json::parse(tk.buffer.substr(0, tk.buffer.find('\n')), nullptr, false);
   ASSERT_TRUE(ready.is_object()) << tk.buffer;
@@ -642,7 +614,7 @@ TEST(ActionsX11, ScreenshotAndZoomAreNativePixelsClampedAndHashed) {
     EXPECT_EQ(path.rfind(rig.xvfb.dir() + "/", 0), 0u) << "written under observation_dir";
     EXPECT_EQ(png["width"], w);
     EXPECT_EQ(png["height"], h);
-    EXPECT_EQ(png["byte_length"].get<std::size_t>(), test::read_file_or_empty(path).size());
+    EXPECT_EQ(png["byte_length"].get<std::size_t>(), testing::slurp(path).size());
     std::vector<std::pair<int, int>> points;
     for (const auto& p : px) points.push_back(p.first);
     auto probe = png_probe(path, points);
@@ -715,7 +687,7 @@ TEST(ActionsX11, WaitSeparatesActionsOnTheServerClock) {
   auto presses = rig.wait_events("button_press", 2);
   ASSERT_EQ(presses.size(), 2u);
   const long gap = presses[1]["time"].get<long>() - presses[0]["time"].get<long>();
-  EXPECT_GE(gap, 200) << test::read_file_or_empty(rig.log);
+  EXPECT_GE(gap, 200) << testing::slurp(rig.log);
   EXPECT_LT(gap, 3000) << "the wait is bounded";
   // Contrast without the wait: a double click's two presses, stamped within the multi-click window.
   auto d = rig.run(R"({"actions":[{"type":"double_click","x":600,"y":300}],"observe":"none"})");

@@ -13,26 +13,14 @@
 #include "evident/core/clock.h"
 #include "evident/input/input.h"
 #include "evident/input/unicode.h"
-#include "../../input/tests/x11_harness.h"  // Child/spawn helpers (test-only header, no gtest)
+#include "evident/testing/tk.h"  // the Tk client and Child/spawn (test support, no gtest)
+
+#include <X11/Xlib.h>  // after evident headers: Xlib #defines Status
+#undef Status
 
 using namespace evident;
 
-namespace {
-
-std::string last_value(const std::string& out) {
-  std::string last;
-  std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t nl = out.find('\n', start);
-    if (nl == std::string::npos) break;
-    auto j = nlohmann::json::parse(out.substr(start, nl - start), nullptr, false);
-    if (j.is_object() && j.contains("value")) last = j["value"].get<std::string>();
-    start = nl + 1;
-  }
-  return last;
-}
-
-}  // namespace
+using testing::last_value;
 
 int main() {
   ::Display* dpy = XOpenDisplay(nullptr);
@@ -57,11 +45,8 @@ int main() {
   std::sort(clicks.begin(), clicks.end());
   out["click_median_us"] = clicks[clicks.size() / 2];
 
-  setenv("LC_ALL", "C.UTF-8", 1);
-  const std::string client = std::string(EVIDENT_SOURCE_DIR) + "/engine/input/tests/tk_client.py";
   auto tk_type = [&](const std::string& text, std::int64_t* us) {
-    test::Child tk = test::spawn({"/usr/bin/python3", client, "evident-bench-tk", "entry"}, true);
-    tk.read_until([](const std::string& b) { return b.find("\"ready\"") != std::string::npos; }, 15000);
+    testing::Child tk = testing::start_tk("entry", "evident-bench-tk");
     auto cps = decode_utf8(text);
     const std::int64_t t0 = steady_us();
     auto rep = in.type(*cps);

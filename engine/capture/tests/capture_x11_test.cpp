@@ -5,15 +5,19 @@
 
 #include "evident/capture/capture.h"
 #include "evident/core/sha256.h"
-#include "pillow_check.h"
-#include "xvfb_server.h"  // Xlib (with Xutil), its Status macro undone
+#include "evident/testing/pillow.h"
+#include "evident/testing/xvfb.h"  // Xlib, its Status macro undone
+#define Status int  // Xlib's Status, which xvfb.h #undef'd for evident::Status
+#include <X11/Xatom.h>
+#include <X11/Xutil.h>
+#undef Status
 
 #include <random>
 
 namespace evident {
 namespace {
 
-using testing::XvfbServer;
+using testing::Xvfb;
 
 // The test's own model of the screen: what it asked the server to draw.
 struct Model {
@@ -98,9 +102,9 @@ RawImage crop(const RawImage& im, int x, int y, int w, int h) {
 }
 
 TEST(CaptureX11, ShmFrameHasExactlyTheDrawnPixelsAndPillowAgrees) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   RawImage want = draw_scene(dpy, 7);
   auto cap = Capturer::create(dpy);
@@ -125,9 +129,9 @@ TEST(CaptureX11, ShmFrameHasExactlyTheDrawnPixelsAndPillowAgrees) {
 }
 
 TEST(CaptureX11, GetImageFallbackMatchesShm) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   RawImage want = draw_scene(dpy, 8);
   auto shm = Capturer::create(dpy);
@@ -149,9 +153,9 @@ TEST(CaptureX11, GetImageFallbackMatchesShm) {
 }
 
 TEST(CaptureX11, ServerWithoutShmFallsBackToGetImage) {
-  XvfbServer server("200x100x24", {"-extension", "MIT-SHM"});
+  Xvfb server("200x100x24", {"-extension", "MIT-SHM"});
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   RawImage want = draw_scene(dpy, 9);
   auto cap = Capturer::create(dpy);
@@ -161,9 +165,9 @@ TEST(CaptureX11, ServerWithoutShmFallsBackToGetImage) {
 }
 
 TEST(CaptureX11, RegionIsExactAndOutOfRangeIsRefused) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   RawImage want = draw_scene(dpy, 10);
   for (bool allow_shm : {true, false}) {
@@ -186,9 +190,9 @@ TEST(CaptureX11, RegionIsExactAndOutOfRangeIsRefused) {
 }
 
 TEST(CaptureX11, Depth16IsConvertedExactly) {
-  XvfbServer server("160x120x16");
+  Xvfb server("160x120x16");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   ASSERT_EQ(DefaultDepth(dpy, DefaultScreen(dpy)), 16);
   RawImage want = draw_scene(dpy, 11);
@@ -206,9 +210,9 @@ TEST(CaptureX11, Depth16IsConvertedExactly) {
 }
 
 TEST(CaptureX11, BandReuseGivesTheSameBytesAsAFreshEncode) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   RawImage want = draw_scene(dpy, 12);
   auto warm = Capturer::create(dpy);

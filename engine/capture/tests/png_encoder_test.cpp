@@ -17,7 +17,7 @@
 #include "evident/capture/capture.h"
 #include "../src/png_encoder.h"
 #include "evident/core/sha256.h"
-#include "pillow_check.h"
+#include "evident/testing/pillow.h"
 
 namespace evident {
 namespace {

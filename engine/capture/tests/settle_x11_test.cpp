@@ -11,12 +11,16 @@
 
 #include "evident/capture/capture.h"
 #include "evident/core/clock.h"
-#include "xvfb_server.h"
+#include "evident/testing/xvfb.h"
+#define Status int  // Xlib's Status, which xvfb.h #undef'd for evident::Status
+#include <X11/Xatom.h>
+#include <X11/Xutil.h>
+#undef Status
 
 namespace evident {
 namespace {
 
-using testing::XvfbServer;
+using testing::Xvfb;
 
 constexpr std::int64_t kQuietMs = 300;
 
@@ -33,7 +37,7 @@ void fill_root(Display* dpy, unsigned long pixel, int x, int y, int w, int h) {
 // until stopped: a loading animation.
 class Animator {
  public:
-  explicit Animator(XvfbServer& server) : dpy_(server.open()) {
+  explicit Animator(Xvfb& server) : dpy_(server.connect()) {
     if (pipe(stop_) != 0) stop_[0] = stop_[1] = -1;
     thread_ = std::thread([this] { run(); });
   }
@@ -67,9 +71,9 @@ class Animator {
 std::int64_t elapsed_ms(std::int64_t since_us) { return (steady_us() - since_us) / 1000; }
 
 TEST(SettleX11, StaticScreenSettlesJustAfterTheQuietWindow) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   auto watcher = ChangeWatcher::create(dpy);
   ASSERT_TRUE(watcher.ok());
@@ -86,9 +90,9 @@ TEST(SettleX11, StaticScreenSettlesJustAfterTheQuietWindow) {
 }
 
 TEST(SettleX11, AnimatingClientIsStillLoadingAtTheCap) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   auto watcher = ChangeWatcher::create(dpy);
   ASSERT_TRUE(watcher.ok());
@@ -109,10 +113,10 @@ TEST(SettleX11, AnimatingClientIsStillLoadingAtTheCap) {
 }
 
 TEST(SettleX11, ChangeAfterResetIsSeenAndOtherEventsSurvive) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
-  Display* other = server.open();
+  Display* dpy = server.connect();
+  Display* other = server.connect();
   ASSERT_NE(dpy, nullptr);
   ASSERT_NE(other, nullptr);
   auto watcher = ChangeWatcher::create(dpy);
@@ -145,10 +149,10 @@ TEST(SettleX11, ChangeAfterResetIsSeenAndOtherEventsSurvive) {
 }
 
 TEST(SettleX11, ChangeIsSeenEvenIfAnotherReaderAteTheDamageEvent) {
-  XvfbServer server("320x240x24");
+  Xvfb server("320x240x24");
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
-  Display* other = server.open();
+  Display* dpy = server.connect();
+  Display* other = server.connect();
   ASSERT_NE(dpy, nullptr);
   ASSERT_NE(other, nullptr);
   auto watcher = ChangeWatcher::create(dpy);
@@ -170,9 +174,9 @@ TEST(SettleX11, ChangeIsSeenEvenIfAnotherReaderAteTheDamageEvent) {
 }
 
 TEST(SettleX11, FingerprintFallbackWithoutDamage) {
-  XvfbServer server("320x240x24", {"-extension", "DAMAGE"});
+  Xvfb server("320x240x24", {"-extension", "DAMAGE"});
   ASSERT_TRUE(server.ok());
-  Display* dpy = server.open();
+  Display* dpy = server.connect();
   ASSERT_NE(dpy, nullptr);
   auto watcher = ChangeWatcher::create(dpy);
   ASSERT_TRUE(watcher.ok()) << watcher.error().message;
@@ -188,11 +192,11 @@ TEST(SettleX11, FingerprintFallbackWithoutDamage) {
     EXPECT_EQ((*watcher)->wait_settled(anchor, kQuietMs, 800), SettleOutcome::kStillLoading);
   }
   // Forcing the fallback on a server that has DAMAGE.
-  XvfbServer with_damage("160x120x24");
+  Xvfb with_damage("160x120x24");
   ASSERT_TRUE(with_damage.ok());
   WatchOptions o;
   o.allow_damage = false;
-  auto forced = ChangeWatcher::create(with_damage.open(), o);
+  auto forced = ChangeWatcher::create(with_damage.connect(), o);
   ASSERT_TRUE(forced.ok());
   EXPECT_FALSE((*forced)->using_damage());
 }

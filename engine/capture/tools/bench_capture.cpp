@@ -26,7 +26,7 @@
 #include "evident/core/clock.h"
 #include "evident/core/json.h"
 #include "evident/core/sha256.h"
-#include "../tests/xvfb_server.h"
+#include "evident/testing/xvfb.h"  // a private Xvfb (test support, no gtest)
 #include "synthetic_image.h"
 
 namespace {
@@ -156,12 +156,16 @@ int main(int argc, char** argv) {
   out["runs"] = runs;
   RawImage image = evident::synthetic::screenshot_like();
   Display* dpy = nullptr;
-  std::unique_ptr<evident::testing::XvfbServer> server;
+  std::unique_ptr<evident::testing::Xvfb> server;
   evident::PngFrame last_frame;
   if (use_display) {
     if (own_xvfb) {
-      server = std::make_unique<evident::testing::XvfbServer>("1920x1080x24");
-      dpy = server->ok() ? server->open() : nullptr;
+      try {
+        server = std::make_unique<evident::testing::Xvfb>("1920x1080x24");
+        dpy = server->connect();
+      } catch (const std::exception&) {
+        dpy = nullptr;
+      }
     } else {
       dpy = XOpenDisplay(nullptr);
     }

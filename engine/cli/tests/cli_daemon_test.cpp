@@ -18,7 +18,10 @@
 #include <set>
 #include <sstream>
 
-#include "../../display/tests/test_util.h"
+#include "evident/testing/files.h"
+#include "evident/testing/fixture_log.h"
+#include "evident/testing/process.h"
+#include "evident/testing/xvfb.h"
 #include "evident/core/fs.h"
 #include "evident/core/json.h"
 
@@ -27,11 +30,11 @@ namespace {
 
 using testing::path_exists;
 using testing::pid_running;
-using testing::run;
+using testing::run_command;
 using testing::wait_until;
 
 const std::string kEvident = std::string(EVIDENT_BINARY_DIR) + "/engine/cli/evident";
-const std::string kFixture = std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app";
+const std::string kFixture = testing::fixture_app_path();
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
@@ -64,22 +67,9 @@ std::string raw_request(const std::string& socket_path, const std::string& bytes
 // Processes whose parent is `ppid` (from /proc).
 std::vector<pid_t> children_of(pid_t ppid) {
   std::vector<pid_t> out;
-  DIR* d = ::opendir("/proc");
-  while (dirent* e = d ? ::readdir(d) : nullptr) {
-    pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(f, line)) continue;
-    auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long parent = 0;
-    rest >> state >> parent;
-    if (parent == ppid && state != 'Z') out.push_back(pid);
+  for (const auto& p : testing::list_processes()) {
+    if (p.ppid == ppid && p.state != 'Z') out.push_back(p.pid);
   }
-  if (d) ::closedir(d);
   return out;
 }
 
@@ -127,7 +117,7 @@ class Daemon {
 };
 
 struct Cli {
-  int exit_code = -1;
+  int exit_status = -1;
   Json json;
   std::string out;
 };
@@ -135,19 +125,14 @@ struct Cli {
 class CliDaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::make_temp_dir();
     daemon_ = std::make_unique<Daemon>(dir_);
-    ASSERT_TRUE(daemon_->start()) << run("cat " + dir_ + "/daemon.log").out;
-  }
-  void TearDown() override {
-    daemon_.reset();
-    run("rm -rf " + dir_);
+    ASSERT_TRUE(daemon_->start()) << testing::slurp(dir_ + "/daemon.log");
   }
   // Runs `evident --socket S --json ARGS`; parses the one JSON object it must print.
   Cli cli(const std::string& args, bool json = true) {
     Cli c;
-    auto r = run(kEvident + " --socket " + q(daemon_->socket()) + (json ? " --json " : " ") + args);
-    c.exit_code = r.exit_code;
+    auto r = run_command(kEvident + " --socket " + q(daemon_->socket()) + (json ? " --json " : " ") + args);
+    c.exit_status = r.exit_status;
     c.out = r.out;
     if (json) {
       try {
@@ -167,7 +152,8 @@ class CliDaemonTest : public ::testing::Test {
       return Json();
     }
   }
-  std::string dir_;
+  testing::TempDir tmp_;  // declared first: removed after the daemon is gone
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<Daemon> daemon_;
 };
 
@@ -175,7 +161,7 @@ class CliDaemonTest : public ::testing::Test {
 // JSON shapes and exit codes; wrong generations are refused and change nothing.
 TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
   auto created = cli("display create --width 640 --height 480");
-  ASSERT_EQ(created.exit_code, 0) << created.out;
+  ASSERT_EQ(created.exit_status, 0) << created.out;
   ASSERT_EQ(created.json["ok"], true);
   const Json d = created.json["display"];
   EXPECT_EQ(d.size(), 5u);
@@ -187,14 +173,14 @@ TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
   const std::string ids = std::to_string(id) + " " + gen;
 
   // --json after the subcommand works the same.
-  auto listed = run(kEvident + " display list --socket " + q(daemon_->socket()) + " --json");
-  ASSERT_EQ(listed.exit_code, 0);
+  auto listed = run_command(kEvident + " display list --socket " + q(daemon_->socket()) + " --json");
+  ASSERT_EQ(listed.exit_status, 0);
   Json lj = Json::parse(listed.out);
   ASSERT_EQ(lj["displays"].size(), 1u);
   EXPECT_EQ(lj["displays"][0], d);
 
   auto status = cli("display status " + ids);
-  ASSERT_EQ(status.exit_code, 0);
+  ASSERT_EQ(status.exit_status, 0);
   EXPECT_EQ(status.json["ready"], true);
   EXPECT_EQ(status.json["layers"].size(), 5u);
   for (const auto& l : status.json["layers"]) {
@@ -203,12 +189,12 @@ TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
   }
 
   // Screenshot to a relative path (the CLI makes it absolute); check it independently.
-  auto shot = run("cd " + q(dir_) + " && " + kEvident + " --socket " + q(daemon_->socket()) +
+  auto shot = run_command("cd " + q(dir_) + " && " + kEvident + " --socket " + q(daemon_->socket()) +
                   " --json display screenshot " + ids + " --out shot.png");
-  ASSERT_EQ(shot.exit_code, 0) << shot.out;
+  ASSERT_EQ(shot.exit_status, 0) << shot.out;
   Json png = Json::parse(shot.out)["png"];
   EXPECT_EQ(png["path"], dir_ + "/shot.png");
-  auto py = run("/usr/bin/python3 -c \"import hashlib; from PIL import Image; "
+  auto py = run_command("/usr/bin/python3 -c \"import hashlib; from PIL import Image; "
                 "b=open('" + dir_ + "/shot.png','rb').read(); im=Image.open('" + dir_ +
                 "/shot.png'); print(im.size[0], im.size[1], len(b), hashlib.sha256(b).hexdigest())\"");
   EXPECT_EQ(py.out, "640 480 " + std::to_string(png["byte_length"].get<int>()) + " " +
@@ -220,7 +206,7 @@ TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
   // An app, with `--` separating its own options.
   auto launched = cli("app launch " + ids + " --wait-window-ms 20000 -- " + kFixture +
                       " --events " + dir_ + "/events.jsonl");
-  ASSERT_EQ(launched.exit_code, 0) << launched.out;
+  ASSERT_EQ(launched.exit_status, 0) << launched.out;
   const Json app = launched.json["app"];
   EXPECT_EQ(app.size(), 5u);
   EXPECT_EQ(app["display_id"], id);
@@ -233,7 +219,7 @@ TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
   // Wrong generations: refused, exit 1, the display and the app keep running.
   for (const std::string bad : {"gen-00000000000000000000000000000000", "nonsense", "\"\""}) {
     auto r = cli("display destroy " + std::to_string(id) + " " + bad);
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_status, 1);
     EXPECT_EQ(r.json["error"]["code"], "display-generation-mismatch");
     EXPECT_EQ(cli("display screenshot " + std::to_string(id) + " " + bad + " --out " + dir_ +
                   "/x.png").json["error"]["code"], "display-generation-mismatch");
@@ -244,21 +230,21 @@ TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
   EXPECT_TRUE(pid_running(app["pid"].get<int>()));
 
   auto stopped = cli("app stop " + app["app_id"].get<std::string>());
-  ASSERT_EQ(stopped.exit_code, 0);
+  ASSERT_EQ(stopped.exit_status, 0);
   EXPECT_EQ(stopped.json["app_id"], app["app_id"]);
   EXPECT_EQ(stopped.json["exit_status"], 0);
   EXPECT_EQ(cli("app stop " + app["app_id"].get<std::string>()).json["error"]["code"],
             "app-not-found");
 
   auto destroyed = cli("display destroy " + ids);
-  ASSERT_EQ(destroyed.exit_code, 0);
+  ASSERT_EQ(destroyed.exit_status, 0);
   EXPECT_EQ(destroyed.json["display_id"], id);
   EXPECT_EQ(destroyed.json["generation"], gen);
   EXPECT_TRUE(cli("display list").json["displays"].empty());
 
   // Human output without --json.
   auto human = cli("display list", false);
-  EXPECT_EQ(human.exit_code, 0);
+  EXPECT_EQ(human.exit_status, 0);
   EXPECT_EQ(human.out, "no displays\n");
 }
 
@@ -267,37 +253,37 @@ TEST_F(CliDaemonTest, UsageErrorsExitTwo) {
   for (const std::string args : {"display create --width abc", "display bogus", "frobnicate",
                                  "display destroy 1", "app launch 1 gen-x"}) {
     auto r = cli(args);
-    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.exit_status, 2) << args;
     EXPECT_EQ(r.json["ok"], false);
     EXPECT_EQ(r.json["error"]["code"], "usage");
   }
-  EXPECT_EQ(run(kEvident + " display bogus 2>/dev/null").exit_code, 2);
+  EXPECT_EQ(run_command(kEvident + " display bogus 2>/dev/null").exit_status, 2);
 }
 
 // Proves: no daemon -> daemon-unavailable, and the message says exactly how to start one.
 TEST_F(CliDaemonTest, NoDaemonSaysHowToStartIt) {
   std::string nowhere = dir_ + "/none/d.sock";
-  auto r = run(kEvident + " --json --socket " + nowhere + " display list");
-  EXPECT_EQ(r.exit_code, 1);
+  auto r = run_command(kEvident + " --json --socket " + nowhere + " display list");
+  EXPECT_EQ(r.exit_status, 1);
   Json j = Json::parse(r.out);
   EXPECT_EQ(j["error"]["code"], "daemon-unavailable");
   EXPECT_NE(j["error"]["message"].get<std::string>().find("evident daemon --socket " + nowhere +
                                                           " &"),
             std::string::npos);
   // EVIDENT_SOCKET selects the daemon too.
-  auto env = run("EVIDENT_SOCKET=" + q(daemon_->socket()) + " " + kEvident + " --json display list");
-  EXPECT_EQ(env.exit_code, 0);
+  auto env = run_command("EVIDENT_SOCKET=" + q(daemon_->socket()) + " " + kEvident + " --json display list");
+  EXPECT_EQ(env.exit_status, 0);
 }
 
 // Proves: malformed, oversized, duplicate-key and ill-typed requests for every op are refused
 // with stable codes and change nothing (displays and apps unchanged).
 TEST_F(CliDaemonTest, BadRequestsForEveryOpAreRefusedAndChangeNothing) {
   auto created = cli("display create --width 320 --height 240");
-  ASSERT_EQ(created.exit_code, 0);
+  ASSERT_EQ(created.exit_status, 0);
   const int id = created.json["display"]["id"];
   const std::string gen = created.json["display"]["generation"];
   auto launched = cli("app launch " + std::to_string(id) + " " + gen + " -- sleep 1000");
-  ASSERT_EQ(launched.exit_code, 0) << launched.out;
+  ASSERT_EQ(launched.exit_status, 0) << launched.out;
   const Json before_d = cli("display list").json;
   const Json before_a = cli("app list").json;
   const std::string sid = std::to_string(id);
@@ -417,7 +403,7 @@ TEST_F(CliDaemonTest, DisconnectDoesNotCancelWork) {
   ::close(fd);  // gone before the answer
   EXPECT_TRUE(wait_until([&] { return cli("display list").json["displays"].size() == 1; }, 20000));
   // The daemon is still healthy.
-  EXPECT_EQ(cli("display list").exit_code, 0);
+  EXPECT_EQ(cli("display list").exit_status, 0);
 }
 
 // Proves: the socket lives in a 0700 dir as a 0600 socket; a second daemon on the same socket
@@ -430,17 +416,17 @@ TEST_F(CliDaemonTest, SocketPermissionsAndSingleDaemon) {
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
-  auto second = run(kEvident + " --json daemon --socket " + q(daemon_->socket()) + " 2>/dev/null");
-  EXPECT_EQ(second.exit_code, 1);
+  auto second = run_command(kEvident + " --json daemon --socket " + q(daemon_->socket()) + " 2>/dev/null");
+  EXPECT_EQ(second.exit_status, 1);
   EXPECT_EQ(Json::parse(second.out)["error"]["code"], "daemon-already-running");
   // The first one is still answering.
-  EXPECT_EQ(cli("display list").exit_code, 0);
+  EXPECT_EQ(cli("display list").exit_status, 0);
 
   std::string open_dir = dir_ + "/open";
   ASSERT_EQ(::mkdir(open_dir.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(open_dir.c_str(), 0755), 0);
-  auto unsafe = run(kEvident + " --json daemon --socket " + open_dir + "/d.sock 2>/dev/null");
-  EXPECT_EQ(unsafe.exit_code, 1);
+  auto unsafe = run_command(kEvident + " --json daemon --socket " + open_dir + "/d.sock 2>/dev/null");
+  EXPECT_EQ(unsafe.exit_status, 1);
   EXPECT_EQ(Json::parse(unsafe.out)["error"]["code"], "daemon-socket-dir-unsafe");
   EXPECT_FALSE(path_exists(open_dir + "/d.sock"));
 }
@@ -500,7 +486,7 @@ TEST_F(CliDaemonTest, OtherUidsAreRefused) {
   EXPECT_EQ(j["ok"], false);
   EXPECT_EQ(j["error"]["code"], "daemon-peer-refused");
   EXPECT_TRUE(cli("display list").json["displays"].empty());  // nothing was created
-  EXPECT_NE(run("cat " + dir_ + "/daemon.log").out.find("refused a connection from uid 65534"),
+  EXPECT_NE(testing::slurp(dir_ + "/daemon.log").find("refused a connection from uid 65534"),
             std::string::npos);
 }
 
@@ -508,11 +494,11 @@ TEST_F(CliDaemonTest, OtherUidsAreRefused) {
 // socket and exits 0.
 TEST_F(CliDaemonTest, SigtermDestroysEverythingAndExitsZero) {
   auto created = cli("display create --width 320 --height 240");
-  ASSERT_EQ(created.exit_code, 0);
+  ASSERT_EQ(created.exit_status, 0);
   const int id = created.json["display"]["id"];
   const std::string gen = created.json["display"]["generation"];
   auto app = cli("app launch " + std::to_string(id) + " " + gen + " -- sleep 1000");
-  ASSERT_EQ(app.exit_code, 0) << app.out;
+  ASSERT_EQ(app.exit_status, 0) << app.out;
   const pid_t app_pid = app.json["app"]["pid"];
   std::vector<pid_t> kids = children_of(daemon_->pid());
   ASSERT_EQ(kids.size(), 2u);  // Xvfb and the app
@@ -528,11 +514,11 @@ TEST_F(CliDaemonTest, SigkillTakesDisplaysAndAppsAlong) {
   std::vector<pid_t> app_pids;
   for (int i = 0; i < 2; ++i) {
     auto created = cli("display create --width 320 --height 240");
-    ASSERT_EQ(created.exit_code, 0);
+    ASSERT_EQ(created.exit_status, 0);
     const int id = created.json["display"]["id"];
     const std::string gen = created.json["display"]["generation"];
     auto app = cli("app launch " + std::to_string(id) + " " + gen + " -- sleep 1000");
-    ASSERT_EQ(app.exit_code, 0);
+    ASSERT_EQ(app.exit_status, 0);
     app_pids.push_back(app.json["app"]["pid"]);
   }
   std::vector<pid_t> kids = children_of(daemon_->pid());
@@ -559,7 +545,7 @@ TEST_F(CliDaemonTest, ForeignXUntouchedThroughTheDaemon) {
   std::set<int> ids;
   for (auto& f : futures) {
     Cli c = f.get();
-    ASSERT_EQ(c.exit_code, 0) << c.out;
+    ASSERT_EQ(c.exit_status, 0) << c.out;
     ids.insert(c.json["display"]["id"].get<int>());
   }
   EXPECT_EQ(ids.size(), 8u);
@@ -567,10 +553,10 @@ TEST_F(CliDaemonTest, ForeignXUntouchedThroughTheDaemon) {
   EXPECT_TRUE(foreign.untouched());
   for (const auto& d : cli("display list").json["displays"]) {
     EXPECT_EQ(cli("display destroy " + std::to_string(d["id"].get<int>()) + " " +
-                  d["generation"].get<std::string>()).exit_code, 0);
+                  d["generation"].get<std::string>()).exit_status, 0);
   }
   EXPECT_TRUE(foreign.untouched());
-  ASSERT_EQ(cli("display create --width 320 --height 240").exit_code, 0);
+  ASSERT_EQ(cli("display create --width 320 --height 240").exit_status, 0);
   ASSERT_EQ(::kill(daemon_->pid(), SIGTERM), 0);
   EXPECT_EQ(daemon_->wait_exit(30000), 0);
   EXPECT_TRUE(foreign.untouched());

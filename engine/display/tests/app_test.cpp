@@ -10,16 +10,18 @@
 #include "evident/core/fs.h"
 #include "evident/core/json.h"
 #include "evident/display/display.h"
-#include "test_util.h"
+#include "evident/testing/files.h"
+#include "evident/testing/fixture_log.h"
+#include "evident/testing/process.h"
 
 namespace evident {
 namespace {
 
 using testing::pid_running;
-using testing::run;
+using testing::run_command;
 using testing::wait_until;
 
-const std::string kFixture = std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app";
+const std::string kFixture = testing::fixture_app_path();
 
 std::string environ_of(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
@@ -35,7 +37,6 @@ std::string environ_of(pid_t pid) {
 class AppTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::make_temp_dir();
     DisplayManagerOptions o;
     o.runtime_dir = dir_ + "/rt";
     mgr_ = std::make_unique<DisplayManager>(o);
@@ -43,13 +44,10 @@ class AppTest : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.error().message;
     display_ = *d;
   }
-  void TearDown() override {
-    mgr_.reset();
-    run("rm -rf " + dir_);
-  }
   int id() const { return display_->info().id; }
   const std::string& gen() const { return display_->info().generation; }
-  std::string dir_;
+  testing::TempDir tmp_;  // declared first: removed after the manager is gone
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<DisplayManager> mgr_;
   std::shared_ptr<OwnedDisplay> display_;
 };
@@ -69,10 +67,7 @@ TEST_F(AppTest, LaunchWaitWindowLivenessAndStop) {
   EXPECT_TRUE(pid_running(app->pid));
   EXPECT_EQ(::getpgid(app->pid), app->pid);
   // The window is up: the fixture logs "ready" with its pid after its first paint.
-  ASSERT_TRUE(wait_until([&] {
-    auto t = read_file(events, 1 << 20);
-    return t.ok() && t->find("\"type\":\"ready\"") != std::string::npos;
-  }, 10000));
+  ASSERT_TRUE(testing::wait_file_contains(events, "\"type\":\"ready\"", 10000));
   auto first = read_file(events, 1 << 20);
   auto ready = Json::parse(first->substr(0, first->find('\n')));
   EXPECT_EQ(ready["pid"], app->pid);
@@ -84,7 +79,7 @@ TEST_F(AppTest, LaunchWaitWindowLivenessAndStop) {
   // argv_sha256, recomputed independently by Python.
   std::string py_argv;
   for (const auto& a : argv) py_argv += "'" + a + "',";
-  auto py = run("/usr/bin/python3 -c \"import hashlib,json; print(hashlib.sha256(json.dumps([" +
+  auto py = run_command("/usr/bin/python3 -c \"import hashlib,json; print(hashlib.sha256(json.dumps([" +
                 py_argv + "], separators=(',',':'), ensure_ascii=False).encode()).hexdigest())\"");
   EXPECT_EQ(py.out, app->argv_sha256 + "\n");
 
@@ -183,8 +178,7 @@ TEST_F(AppTest, DestroyStopsTheDisplaysApps) {
   ASSERT_TRUE(b.ok()) << b.error().message;
   auto c = mgr_->launch_app((*other)->info().id, (*other)->info().generation, {"sleep", "1000"}, 0);
   ASSERT_TRUE(c.ok());
-  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/gc", 64).ok() &&
-                                      !read_file(dir_ + "/gc", 64)->empty(); }, 5000));
+  ASSERT_TRUE(testing::wait_file(dir_ + "/gc", [](const std::string& t) { return t.find('\n') != std::string::npos; }, 5000));
   pid_t grandchild = std::stoi(*read_file(dir_ + "/gc", 64));
   ASSERT_TRUE(pid_running(grandchild));
 

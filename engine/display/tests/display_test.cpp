@@ -13,28 +13,26 @@
 #include "evident/core/sha256.h"
 #include "evident/display/display.h"
 #include "evident/display/x11.h"
-#include "test_util.h"
+#include "evident/testing/files.h"
+#include "evident/testing/process.h"
+#include "evident/testing/xvfb.h"
 
 namespace evident {
 namespace {
 
 using testing::pid_running;
-using testing::run;
+using testing::run_command;
 using testing::wait_until;
 
 class DisplayTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::make_temp_dir();
     DisplayManagerOptions o;
     o.runtime_dir = dir_ + "/rt";
     mgr_ = std::make_unique<DisplayManager>(o);
   }
-  void TearDown() override {
-    mgr_.reset();
-    run("rm -rf " + dir_);
-  }
-  std::string dir_;
+  testing::TempDir tmp_;  // declared first: removed after the manager is gone
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<DisplayManager> mgr_;
 };
 
@@ -81,10 +79,10 @@ TEST_F(DisplayTest, CreateStatusScreenshotDestroy) {
   ASSERT_TRUE(frame.ok());
   std::string png = dir_ + "/shot.png";
   ASSERT_TRUE(write_file_atomic(png, frame->bytes).ok());
-  auto py = run("/usr/bin/python3 -c \"import hashlib,sys; from PIL import Image; "
+  auto py = run_command("/usr/bin/python3 -c \"import hashlib,sys; from PIL import Image; "
                 "b=open('" + png + "','rb').read(); im=Image.open('" + png + "'); "
                 "print(im.size[0], im.size[1], hashlib.sha256(b).hexdigest())\"");
-  ASSERT_EQ(py.exit_code, 0);
+  ASSERT_EQ(py.exit_status, 0);
   EXPECT_EQ(py.out, "640 480 " + frame->sha256 + "\n");
 
   // Authority probe notices a tampered auth file (probed fresh, not cached).
@@ -140,17 +138,17 @@ TEST_F(DisplayTest, ClientWithoutCookieIsRefused) {
   auto d = mgr_->create({320, 240, 24, 96});
   ASSERT_TRUE(d.ok()) << d.error().message;
   const std::string name = (*d)->info().name;
-  auto without = run("XAUTHORITY=/dev/null xdpyinfo -display " + name + " >/dev/null 2>&1");
-  EXPECT_NE(without.exit_code, 0);
+  auto without = run_command("XAUTHORITY=/dev/null xdpyinfo -display " + name + " >/dev/null 2>&1");
+  EXPECT_NE(without.exit_status, 0);
   std::string wrong = dir_ + "/wrong";
-  ASSERT_EQ(run("xauth -f " + wrong + " add " + name +
-                " . 00112233445566778899aabbccddeeff >/dev/null 2>&1").exit_code, 0);
-  auto wrong_cookie = run("XAUTHORITY=" + wrong + " xdpyinfo -display " + name +
+  ASSERT_EQ(run_command("xauth -f " + wrong + " add " + name +
+                " . 00112233445566778899aabbccddeeff >/dev/null 2>&1").exit_status, 0);
+  auto wrong_cookie = run_command("XAUTHORITY=" + wrong + " xdpyinfo -display " + name +
                           " >/dev/null 2>&1");
-  EXPECT_NE(wrong_cookie.exit_code, 0);
-  auto with = run("XAUTHORITY=" + (*d)->auth_file() + " xdpyinfo -display " + name +
+  EXPECT_NE(wrong_cookie.exit_status, 0);
+  auto with = run_command("XAUTHORITY=" + (*d)->auth_file() + " xdpyinfo -display " + name +
                   " >/dev/null 2>&1");
-  EXPECT_EQ(with.exit_code, 0);
+  EXPECT_EQ(with.exit_status, 0);
   // And in-process: a fresh cookie that is not the display's is refused.
   auto bad = open_x_connection(name, new_cookie());
   EXPECT_FALSE(bad.ok());

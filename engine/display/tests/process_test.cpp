@@ -13,6 +13,7 @@
 
 #include "evident/core/clock.h"
 #include "evident/display/process.h"
+#include "evident/testing/process.h"
 
 namespace evident {
 namespace {
@@ -20,20 +21,9 @@ namespace {
 // Live (non-zombie) members of process group `pgid`, from /proc.
 int live_members(pid_t pgid) {
   int n = 0;
-  DIR* d = ::opendir("/proc");
-  while (dirent* e = d ? ::readdir(d) : nullptr) {
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string line;
-    if (!std::getline(f, line)) continue;
-    auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    rest >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != 'Z' && state != 'X') ++n;
+  for (const auto& p : testing::list_processes()) {
+    if (p.pgrp == pgid && !testing::is_dead_state(p.state)) ++n;
   }
-  if (d) ::closedir(d);
   return n;
 }
 

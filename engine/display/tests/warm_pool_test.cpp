@@ -9,13 +9,14 @@
 #include <sstream>
 
 #include "evident/display/display.h"
-#include "test_util.h"
+#include "evident/testing/files.h"
+#include "evident/testing/process.h"
 
 namespace evident {
 namespace {
 
 using testing::pid_running;
-using testing::run;
+using testing::run_command;
 
 constexpr std::int64_t kWaitMs = 30000;
 
@@ -35,7 +36,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   std::set<pid_t> pids;
   auto our_xvfbs = [] {
     std::set<pid_t> out;
-    auto r = run("pgrep -P " + std::to_string(::getpid()) + " -x Xvfb");
+    auto r = run_command("pgrep -P " + std::to_string(::getpid()) + " -x Xvfb");
     std::istringstream in(r.out);
     pid_t p = 0;
     while (in >> p) out.insert(p);
@@ -129,7 +130,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, "engine-shutting-down");
   mgr.reset();
-  run("rm -rf " + dir);
+  run_command("rm -rf " + dir);
 }
 
 // Proves that with no warm entries nothing is pre-started and wait_warm is true at once.
@@ -140,9 +141,9 @@ TEST(WarmPoolTest, EmptyPoolIsInert) {
   DisplayManager mgr(o);
   EXPECT_TRUE(mgr.wait_warm(0));
   EXPECT_EQ(mgr.warm_ready(), 0);
-  auto r = run("pgrep -P " + std::to_string(::getpid()) + " -x Xvfb");
+  auto r = run_command("pgrep -P " + std::to_string(::getpid()) + " -x Xvfb");
   EXPECT_TRUE(r.out.empty());
-  run("rm -rf " + dir);
+  run_command("rm -rf " + dir);
 }
 
 }  // namespace

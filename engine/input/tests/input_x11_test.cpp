@@ -8,8 +8,11 @@
 #include "evident/input/input.h"
 #include "evident/input/restorer.h"
 #include "evident/input/unicode.h"
-#include "x11_harness.h"  // includes Xlib last
-#define Status int  // Xlib's Status, which x11_harness.h #undef'd for evident::Status
+#include "evident/testing/files.h"
+#include "evident/testing/process.h"
+#include "evident/testing/tk.h"
+#include "evident/testing/xvfb.h"  // includes Xlib last
+#define Status int  // Xlib's Status, which xvfb.h #undef'd for evident::Status
 #include <X11/XKBlib.h>
 #undef Status
 
@@ -17,8 +20,10 @@
 namespace evident {
 namespace {
 
-using test::Child;
-using test::Xvfb;
+using testing::Child;
+using testing::last_value;
+using testing::submitted;
+using testing::Xvfb;
 
 // Every script the requirement names, plus an AltGr-level keymap character (U+00A6).
 const std::string kUnicodeText =
@@ -48,39 +53,12 @@ bool all_keys_up(::Display* d) {
                   ControlMask | Mod1Mask | Mod5Mask)) == 0;
 }
 
-// The last {"value":...} line a Tk client printed.
-std::string last_value(const std::string& out) {
-  std::string last;
-  std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t nl = out.find('\n', start);
-    if (nl == std::string::npos) break;
-    auto j = nlohmann::json::parse(out.substr(start, nl - start), nullptr, false);
-    if (j.is_object() && j.contains("value")) last = j["value"].get<std::string>();
-    start = nl + 1;
-  }
-  return last;
-}
-
-// Every {"submitted":...} value a Tk client printed (one per Return), in order.
-std::vector<std::string> submitted(const std::string& out) {
-  std::vector<std::string> v;
-  std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t nl = out.find('\n', start);
-    if (nl == std::string::npos) break;
-    auto j = nlohmann::json::parse(out.substr(start, nl - start), nullptr, false);
-    if (j.is_object() && j.contains("submitted")) v.push_back(j["submitted"].get<std::string>());
-    start = nl + 1;
-  }
-  return v;
-}
-
 struct Session {
   Xvfb xvfb;
   ::Display* dpy = nullptr;
   std::unique_ptr<InputDevice> input;
   Session() {
+    xvfb.export_env();  // the real clients (Tk, xterm, zenity) connect through DISPLAY
     dpy = xvfb.open();
     EXPECT_NE(dpy, nullptr);
     auto dev = InputDevice::create(dpy);
@@ -95,7 +73,7 @@ struct Session {
 
 // Starts the Tk client (shared harness helper) and fails the test if it never became ready.
 Child start_tk(const std::string& mode = "entry") {
-  Child tk = test::start_tk(mode);
+  Child tk = testing::start_tk(mode);
   EXPECT_NE(tk.buffer.find("\"ready\""), std::string::npos) << "Tk client never ready";
   return tk;
 }
@@ -213,6 +191,7 @@ TEST(InputX11, TkEntryReceivesEmojiExactly) {
 // verifies it.
 TEST(InputX11, DeferredRestoreReusesMappingsThenRestoresOnceIdle) {
   Xvfb xvfb;
+  xvfb.export_env();
   ::Display* dpy = xvfb.open();
   ASSERT_NE(dpy, nullptr);
   const auto before = full_keymap(dpy);
@@ -299,16 +278,15 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   const std::string out = s.xvfb.dir() + "/xterm.out";
   const std::string ready = s.xvfb.dir() + "/xterm.ready";
   setenv("LC_ALL", "C.UTF-8", 1);
-  Child xt = test::spawn({"xterm", "-u8", "-T", "evident-xterm", "-geometry", "80x10+0+0", "-e", "/bin/sh", "-c",
+  Child xt = testing::spawn({"xterm", "-u8", "-T", "evident-xterm", "-geometry", "80x10+0+0", "-e", "/bin/sh", "-c",
                           "stty -icanon; : > '" + ready + "'; exec cat > '" + out + "'"},
                          false);
-  const auto deadline = test::now_ms() + 15000;
-  while (access(ready.c_str(), F_OK) != 0 && test::now_ms() < deadline) poll(nullptr, 0, 10);
+  testing::wait_file(ready, [&](const std::string&) { return testing::path_exists(ready); }, 15000);
   ASSERT_EQ(access(ready.c_str(), F_OK), 0);
   // The shell can be running before xterm's window is mapped (seen under load: every key went to
   // the root window): wait until it is viewable, then put the pointer on it.
   ::Display* probe = s.xvfb.open();
-  const Window w = test::wait_window(probe, "evident-xterm", 15000);
+  const Window w = testing::wait_window(probe, "evident-xterm", 15000);
   XCloseDisplay(probe);
   ASSERT_NE(w, 0u);
   ASSERT_TRUE(s.input->move(100, 50).ok());  // focus follows the pointer without a window manager
@@ -316,13 +294,8 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
   auto cps = decode_utf8(text);
   ASSERT_TRUE(s.input->type(*cps).ok());
   ASSERT_TRUE(s.input->release_all_checked().ok());
-  std::string got;
-  while (test::now_ms() < deadline + 5000) {
-    got = test::read_file_or_empty(out);
-    if (got.size() >= text.size()) break;
-    poll(nullptr, 0, 10);
-  }
-  EXPECT_EQ(got, text);
+  testing::wait_file(out, [&](const std::string& got) { return got.size() >= text.size(); }, 20000);
+  EXPECT_EQ(testing::slurp(out), text);
 }
 
 // GTK 3 (zenity --entry, keys arrive as XInput2 events) receives every script and emoji exactly,
@@ -330,9 +303,9 @@ TEST(InputX11, XtermU8ReceivesUnicodeExactly) {
 TEST(InputX11, ZenityGtkEntryReceivesUnicodeExactly) {
   Session s;
   ASSERT_TRUE(s.input);
-  Child z = test::spawn({"zenity", "--entry", "--title", "evident-zenity", "--text", "t"}, true);
+  Child z = testing::spawn({"zenity", "--entry", "--title", "evident-zenity", "--text", "t"}, true);
   ::Display* probe = s.xvfb.open();
-  Window w = test::wait_window(probe, "evident-zenity", 20000);
+  Window w = testing::wait_window(probe, "evident-zenity", 20000);
   ASSERT_NE(w, 0u);
   XWindowAttributes a;
   XGetWindowAttributes(probe, w, &a);

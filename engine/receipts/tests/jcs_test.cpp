@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "evident/receipts/jcs.h"
-#include "test_util.h"
+#include "golden.h"
 
 namespace evident {
 namespace {
 
-using test::read_json;
-using test::source_path;
+using testing::read_json;
+using testing::source_path;
 
 TEST(Jcs, OfficialAndOwnVectors) {
   Json doc = read_json(source_path("receipts/vectors/jcs.json"));
@@ -83,20 +83,20 @@ TEST(Jcs, DigestVectorsComputedElsewhere) {
 }
 
 TEST(Jcs, AgreesWithNpmCanonicalize) {
-  if (!test::have_program("node")) GTEST_SKIP() << "node is not installed: cannot run npm canonicalize";
+  if (!testing::have_program("node")) GTEST_SKIP() << "node is not installed: cannot run npm canonicalize";
   Json doc = read_json(source_path("receipts/vectors/jcs.json"));
   std::vector<Json> values;
   for (const Json& v : doc["vectors"]) {
     values.push_back(parse_json_strict(v["input"].get<std::string>(), 1 << 20, "v").value());
   }
-  for (const auto& name : test::verified_names()) {
-    values.push_back(read_json(test::golden_dir(name) + "/receipt.json"));
+  for (const auto& name : testing::verified_names()) {
+    values.push_back(read_json(testing::golden_dir(name) + "/receipt.json"));
   }
   // A receipt with every kind of string content the builder can emit.
   values.push_back(Json{{"\xef\xac\xb3", "\x01\x1f\x7f"}, {"\xf0\x9f\x98\x80", "\xe2\x80\xa8"}});
   std::string lines;
   for (const Json& v : values) lines += dump_json(v) + "\n";
-  auto r = test::run_command("node " + test::shell_quote(source_path("receipts/tools/jcs.mjs")) +
+  auto r = testing::run_command("node " + testing::shell_quote(source_path("receipts/tools/jcs.mjs")) +
                                  " --lines",
                              lines);
   ASSERT_EQ(r.exit_status, 0);

@@ -10,17 +10,17 @@
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
 #include "evident/receipts/verify.h"
-#include "test_util.h"
+#include "golden.h"
 
 namespace evident {
 namespace {
 
-using test::golden_dir;
-using test::golden_input;
-using test::read_text;
+using testing::golden_dir;
+using testing::golden_input;
+using testing::read_text;
 
 TEST(Receipt, RebuildsGoldensByteForByte) {
-  for (const auto& name : test::golden_names()) {
+  for (const auto& name : testing::golden_names()) {
     SCOPED_TRACE(name);
     auto receipt = build_receipt(golden_input(name));
     ASSERT_TRUE(receipt.ok()) << receipt.error().message;

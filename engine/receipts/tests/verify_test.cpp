@@ -15,15 +15,15 @@
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
 #include "evident/receipts/verify.h"
-#include "test_util.h"
+#include "golden.h"
 
 namespace evident {
 namespace {
 
-using test::golden_dir;
-using test::read_json;
-using test::read_text;
-using test::write_text;
+using testing::golden_dir;
+using testing::read_json;
+using testing::read_text;
+using testing::write_text;
 
 struct Job {
   std::string path;
@@ -53,7 +53,7 @@ Outcome run_cpp(const Job& job) {
 }
 
 std::vector<Outcome> run_python(const std::vector<Job>& jobs) {
-  Json req{{"verify_py", test::source_path("bindings/python/evident/verify.py")},
+  Json req{{"verify_py", testing::source_path("bindings/python/evident/verify.py")},
            {"jobs", Json::array()}};
   for (const auto& j : jobs) {
     Json o{{"path", j.path},
@@ -63,9 +63,9 @@ std::vector<Outcome> run_python(const std::vector<Job>& jobs) {
            {"expect_uid", j.options.expect_uid ? Json(*j.options.expect_uid) : Json(nullptr)}};
     req["jobs"].push_back(o);
   }
-  auto r = test::run_command(
+  auto r = testing::run_command(
       "/usr/bin/python3 " +
-          test::shell_quote(test::source_path("engine/receipts/tests/py_verify_batch.py")),
+          testing::shell_quote(testing::source_path("engine/receipts/tests/py_verify_batch.py")),
       dump_json(req));
   EXPECT_EQ(r.exit_status, 0);
   auto parsed = parse_json_strict(r.out, 64 << 20, "py");
@@ -114,7 +114,7 @@ VerifyOptions full_options(const std::string& name, const Json& receipt) {
 
 TEST(Verify, GoldensPassBothVerifiers) {
   std::vector<Job> jobs;
-  for (const auto& name : test::verified_names()) {
+  for (const auto& name : testing::verified_names()) {
     std::string path = golden_dir(name) + "/receipt.json";
     Json receipt = read_json(path);
     jobs.push_back({path, VerifyOptions{}, name + " plain"});
@@ -173,7 +173,7 @@ TEST(Verify, EveryLeafTamperFailsBothVerifiersWithTheSameChecks) {
   std::vector<std::string> pointers;
   std::vector<std::size_t> freeze_pos;
   std::size_t counter = 0;
-  for (const auto& name : test::verified_names()) {
+  for (const auto& name : testing::verified_names()) {
     Json receipt = read_json(golden_dir(name) + "/receipt.json");
     VerifyOptions options = full_options(name, receipt);
     // Hashing 44 frames for each of ~650 tampers is slow and adds nothing beyond the smaller
@@ -453,12 +453,12 @@ TEST(Verify, PythonCommandLineMatchesCppOutput) {
     std::ostringstream cpp_out;
     int cpp_status = run_verify_command(golden, o, true, cpp_out);
     std::string cmd = "/usr/bin/python3 " +
-                      test::shell_quote(test::source_path("bindings/python/evident/verify.py")) +
-                      " " + test::shell_quote(golden) + " --frames " +
-                      test::shell_quote(o.frames_dir) + " --png " + test::shell_quote(o.png_path) +
+                      testing::shell_quote(testing::source_path("bindings/python/evident/verify.py")) +
+                      " " + testing::shell_quote(golden) + " --frames " +
+                      testing::shell_quote(o.frames_dir) + " --png " + testing::shell_quote(o.png_path) +
                       " --expect-job " + o.expect_job_sha256 + " --expect-uid " +
                       std::to_string(*o.expect_uid) + " --json";
-    auto py = test::run_command(cmd);
+    auto py = testing::run_command(cmd);
     EXPECT_EQ(py.exit_status, cpp_status);
     Json a = parse_json_strict(cpp_out.str(), 1 << 20, "c").value();
     Json b = parse_json_strict(py.out, 1 << 20, "p").value();

@@ -5,7 +5,9 @@
 #include <fstream>
 #include <future>
 
-#include "../../display/tests/test_util.h"
+#include "evident/testing/files.h"
+#include "evident/testing/fixture_log.h"
+#include "evident/testing/process.h"
 #include "evident/display/display.h"
 #include "evident/service/engine.h"
 
@@ -13,12 +15,11 @@ namespace evident {
 namespace {
 
 using testing::pid_running;
-using testing::run;
+using testing::run_command;
 
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::make_temp_dir();
     EngineOptions o;
     o.state_dir = dir_ + "/state";
     o.runtime_dir = dir_ + "/rt";
@@ -27,12 +28,9 @@ class EngineTest : public ::testing::Test {
     actor_.uid = ::geteuid();
     actor_.pid = ::getpid();
   }
-  void TearDown() override {
-    engine_.reset();
-    run("rm -rf " + dir_);
-  }
   Json call(const std::string& text) { return engine_->call(actor_, std::string_view(text)); }
-  std::string dir_;
+  testing::TempDir tmp_;  // declared first: removed after the engine is gone
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<Engine> engine_;
   Actor actor_;
 };
@@ -72,7 +70,7 @@ TEST_F(EngineTest, DisplayOpsThroughCall) {
   ASSERT_EQ(shot["ok"], true) << shot.dump();
   EXPECT_EQ(shot["png"]["width"], 320);
   EXPECT_EQ(shot["png"]["height"], 240);
-  auto sum = run("sha256sum " + dir_ + "/s.png");
+  auto sum = run_command("sha256sum " + dir_ + "/s.png");
   EXPECT_EQ(sum.out.substr(0, 64), shot["png"]["sha256"].get<std::string>());
 
   Json bad = call(R"({"op":"display.destroy","args":{"display_id":)" + d["id"].dump() +
@@ -89,14 +87,9 @@ TEST_F(EngineTest, DisplayOpsThroughCall) {
 }
 
 // The `text` values the fixture app logged, in order.
-std::vector<std::string> fixture_texts(const std::string& log) {
+std::vector<std::string> fixture_texts(const std::vector<Json>& events) {
   std::vector<std::string> out;
-  std::ifstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    Json j = Json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("type", "") == "text") out.push_back(j.value("value", ""));
-  }
+  for (const Json& e : testing::of_type(events, "text")) out.push_back(e.value("value", ""));
   return out;
 }
 
@@ -108,16 +101,14 @@ TEST_F(EngineTest, SpareKeycodeMappingsOutliveABatch) {
   Json created = call(R"({"op":"display.create","args":{"width":640,"height":480}})");
   ASSERT_EQ(created["ok"], true) << created.dump();
   const Json d = created["display"];
-  const std::string log = dir_ + "/fixture.jsonl";
+  const testing::EventLog log(dir_ + "/fixture.jsonl");
   Json launch{{"op", "app.launch"},
               {"args", {{"display_id", d["id"]}, {"generation", d["generation"]},
-                        {"argv", {std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app",
-                                  "--events", log}},
+                        {"argv", {testing::fixture_app_path(), "--events", log.path()}},
                         {"wait_window_ms", 15000}}}};
   Json app = engine_->call(actor_, launch);
   ASSERT_EQ(app["ok"], true) << app.dump();
-  ASSERT_TRUE(testing::wait_until([&] { return run("grep -c '\"ready\"' " + log).out.rfind("1", 0) == 0; },
-                                  15000));
+  ASSERT_TRUE(log.wait_ready(15000));
   const std::string text = "h\u00e9llo \u2014 \u4e16\u754c";
   auto type_batch = [&] {
     Json req{{"actions", {{{"type", "type"}, {"text", text}}}}, {"observe", "none"}};
@@ -129,14 +120,16 @@ TEST_F(EngineTest, SpareKeycodeMappingsOutliveABatch) {
   ASSERT_EQ(first["ok"], true) << first.dump();
   const std::string d1 = first["results"][0]["detail"];
   EXPECT_NE(d1.find("4 through spare keycodes"), std::string::npos) << d1;
-  ASSERT_TRUE(testing::wait_until([&] { auto t = fixture_texts(log); return !t.empty() && t.back() == text; },
-                                  5000));
+  ASSERT_TRUE(log.wait_for([&](const std::vector<Json>& ev) {
+    auto t = fixture_texts(ev);
+    return !t.empty() && t.back() == text;
+  }, 5000));
   Json second = type_batch();
   ASSERT_EQ(second["ok"], true) << second.dump();
   const std::string d2 = second["results"][0]["detail"];
   EXPECT_EQ(d2.find("spare keycodes"), std::string::npos) << "no remap the second time: " << d2;
-  ASSERT_TRUE(testing::wait_until([&] {
-    auto t = fixture_texts(log);
+  ASSERT_TRUE(log.wait_for([&](const std::vector<Json>& ev) {
+    auto t = fixture_texts(ev);
     return !t.empty() && t.back() == text + text;
   }, 5000)) << "the second batch arrived exactly after the first";
   Json destroyed = engine_->call(actor_, Json{{"op", "display.destroy"},

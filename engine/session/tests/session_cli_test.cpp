@@ -4,7 +4,6 @@
 // CLI output (responses and error messages).
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -16,42 +15,17 @@
 
 #include <gtest/gtest.h>
 
-#include "x11_harness.h"
+#include "engine_harness.h"
 
 namespace evident {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::code_of;
-using testing::run_capture;
+using testing::run_command;
+using testing::slurp;
+using testing::wait_file_contains;
 using testing::shell_quote;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Waits (inotify, bounded) until `path` contains `needle`.
-bool wait_file_contains(const std::string& path, const std::string& needle, int timeout_ms) {
-  int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  inotify_add_watch(fd, fs::path(path).parent_path().c_str(), IN_MODIFY | IN_CREATE);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  bool found = false;
-  while (!(found = slurp(path).find(needle) != std::string::npos)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) > 0) {
-      char buf[4096];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-    }
-  }
-  ::close(fd);
-  return found;
-}
 
 class SessionCli : public ::testing::Test {
  protected:
@@ -88,7 +62,7 @@ class SessionCli : public ::testing::Test {
 
   // Runs `evident --json --socket S ARGS`; returns the parsed answer and keeps the raw output.
   Json cli(const std::string& args) {
-    auto [rc, out] = run_capture(shell_quote(evident_) + " --json --socket " + shell_quote(socket_) + " " + args + " 2>&1");
+    auto [rc, out] = run_command(shell_quote(evident_) + " --json --socket " + shell_quote(socket_) + " " + args + " 2>&1");
     outputs_ += out;
     try {
       Json j = Json::parse(out);
@@ -173,11 +147,11 @@ TEST_F(SessionCli, FullSessionThroughDaemonAndCliLeaksNoTypedText) {
   std::string vargs = shell_quote(receipt) + " --frames " + shell_quote(evidence) + " --png " +
                       shell_quote(o["frame"]["path"].get<std::string>()) + " --expect-job " + job +
                       " --expect-uid " + std::to_string(::getuid());
-  auto [vrc, vout] = run_capture(shell_quote(evident_) + " verify " + vargs + " 2>&1");
+  auto [vrc, vout] = run_command(shell_quote(evident_) + " verify " + vargs + " 2>&1");
   EXPECT_EQ(vrc, 0) << vout;
   std::string py = std::string(EVIDENT_SOURCE_DIR) + "/bindings/python/evident/verify.py";
   if (fs::exists(py)) {
-    auto [prc, pout] = run_capture("PYTHONPATH=" + shell_quote(std::string(EVIDENT_SOURCE_DIR) + "/bindings/python") +
+    auto [prc, pout] = run_command("PYTHONPATH=" + shell_quote(std::string(EVIDENT_SOURCE_DIR) + "/bindings/python") +
                                    " /usr/bin/python3 -m evident.verify " + vargs + " 2>&1");
     EXPECT_EQ(prc, 0) << pout;
   }

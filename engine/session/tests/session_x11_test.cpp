@@ -15,7 +15,7 @@
 #include "evident/display/display.h"
 #include "evident/receipts/verify.h"
 #include "evident/session/manager.h"
-#include "x11_harness.h"
+#include "engine_harness.h"
 
 namespace evident {
 namespace {

@@ -1,36 +1,20 @@
-// Helpers shared by the receipts tests: golden inputs, files, subprocesses.
+// Helpers for the receipts tests: the golden inputs under receipts/golden (files and
+// subprocesses come from engine/testing).
 #pragma once
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "evident/core/json.h"
 #include "evident/receipts/receipt.h"
+#include "evident/testing/files.h"
+#include "evident/testing/process.h"
 
-namespace evident::test {
+namespace evident::testing {
 
 inline std::string source_path(const std::string& rel) {
   return std::string(EVIDENT_SOURCE_DIR) + "/" + rel;
-}
-
-inline std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open " + path);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-inline void write_text(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
 }
 
 inline Json read_json(const std::string& path) {
@@ -99,47 +83,4 @@ inline ReceiptInput golden_input(const std::string& name) {
   return in;
 }
 
-struct CommandResult {
-  int exit_status = -1;
-  std::string out;
-};
-
-// Runs `command` through /bin/sh, feeding `input` on stdin via a temp file; captures stdout.
-inline CommandResult run_command(const std::string& command, const std::string& input = "") {
-  std::string cmd = command;
-  std::string in_path;
-  if (!input.empty()) {
-    char tmpl[] = "/tmp/evident-receipts-stdin-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) throw std::runtime_error("mkstemp");
-    close(fd);
-    in_path = tmpl;
-    write_text(in_path, input);
-    cmd += " < " + in_path;
-  }
-  CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("popen");
-  std::array<char, 65536> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (!in_path.empty()) std::remove(in_path.c_str());
-  return r;
-}
-
-inline bool have_program(const std::string& name) {
-  return run_command("command -v " + name + " >/dev/null 2>&1").exit_status == 0;
-}
-
-inline std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
-  }
-  return q + "'";
-}
-
-}  // namespace evident::test
+}  // namespace evident::testing
