@@ -89,6 +89,7 @@ Result<std::unique_ptr<InputDevice>> InputDevice::create(::Display* dpy, InputOp
   }
   install_error_handler();
   std::unique_ptr<InputDevice> dev(new InputDevice(dpy, std::move(options)));
+  dev->xkb_event_base_ = xkb_ev;
   if (Status s = dev->init(); !s.ok()) {
     dev->dpy_ = nullptr;  // nothing to release
     return s.error();
@@ -114,6 +115,13 @@ Status InputDevice::init() {
     }
   }
   XFree(syms);
+  // Keymap changes by anyone (ours included) arrive as XkbMapNotify and core MappingNotify
+  // events; take_mapping_events() reads them to know when the index is stale. Without this
+  // selection an XKB-aware connection is told of nothing.
+  constexpr unsigned kMapEvents = XkbMapNotifyMask | XkbNewKeyboardNotifyMask;
+  if (!XkbSelectEvents(dpy_, XkbUseCoreKbd, kMapEvents, kMapEvents)) {
+    return make_error("input-unavailable", "cannot select XKB keymap notifications");
+  }
   return refresh_keymap();
 }
 
@@ -150,16 +158,22 @@ Status InputDevice::refresh_keymap() {
       }
     }
   }
-  XkbFreeKeyboard(xkb, XkbAllComponentsMask, True);
-
   XModifierKeymap* mm = XGetModifierMapping(dpy_);
-  if (!mm) return make_error("input-dispatch-failed", "cannot read the modifier mapping");
+  if (!mm) {
+    XkbFreeKeyboard(xkb, XkbAllComponentsMask, True);
+    return make_error("input-dispatch-failed", "cannot read the modifier mapping");
+  }
+  // A modifier key's level-1 keysym, from the map just fetched (not Xlib's own cache).
+  auto base_keysym = [xkb](int kc) -> KeySym {
+    if (kc < xkb->min_key_code || kc > xkb->max_key_code || XkbKeyNumGroups(xkb, kc) < 1) return NoSymbol;
+    return XkbKeySymEntry(xkb, kc, 0, 0);
+  };
   for (int i = 0; i < 8; ++i) {
     km.mod_keycode[i] = 0;
     for (int k = 0; k < mm->max_keypermod; ++k) {
       const KeyCode kc = mm->modifiermap[i * mm->max_keypermod + k];
       if (!kc) continue;
-      const KeySym ks = XkbKeycodeToKeysym(dpy_, kc, 0, 0);
+      const KeySym ks = base_keysym(kc);
       if (i == LockMapIndex && ks != XK_Caps_Lock) continue;
       // Level 3 (AltGr) must come from ISO_Level3_Shift, not Mode_switch (a group switch).
       if (i == Mod5MapIndex && ks == XK_Mode_switch) continue;
@@ -168,9 +182,70 @@ Status InputDevice::refresh_keymap() {
     }
   }
   XFreeModifiermap(mm);
+  XkbFreeKeyboard(xkb, XkbAllComponentsMask, True);
   auto caps = km.index.find(XK_Caps_Lock);
   km.caps_keycode = caps == km.index.end() ? 0 : caps->second.keycode;
+  keymap_stale_ = false;
   return ok_status();
+}
+
+namespace {
+
+struct MappingEventFilter {
+  int xkb_event_base;
+};
+
+Bool is_mapping_event(::Display*, XEvent* ev, XPointer arg) {
+  const int base = reinterpret_cast<const MappingEventFilter*>(arg)->xkb_event_base;
+  if (ev->type == MappingNotify) return True;
+  if (ev->type != base) return False;
+  const int xkb_type = reinterpret_cast<const XkbAnyEvent*>(ev)->xkb_type;
+  return xkb_type == XkbMapNotify || xkb_type == XkbNewKeyboardNotify;
+}
+
+}  // namespace
+
+void InputDevice::take_mapping_events() {
+  const Keymap& km = *keymap_;
+  // Keycodes [first, first + count) include one that is not a spare keycode (our remaps and
+  // restores touch only spare keycodes, which the index leaves out).
+  auto touches_index = [&km](int first, int count) {
+    for (int kc = first; kc < first + count; ++kc) {
+      if (!km.original.count(static_cast<unsigned>(kc))) return true;
+    }
+    return false;
+  };
+  MappingEventFilter filter{xkb_event_base_};
+  XEvent ev;
+  // XCheckIfEvent also reads what has arrived on the socket; other events stay queued for their
+  // readers (the display's change watcher shares this connection).
+  while (XCheckIfEvent(dpy_, &ev, &is_mapping_event, reinterpret_cast<XPointer>(&filter))) {
+    if (keymap_stale_) continue;  // keep draining
+    if (ev.type == MappingNotify) {
+      const XMappingEvent& m = ev.xmapping;
+      if (m.request == MappingModifier ||
+          (m.request == MappingKeyboard && touches_index(m.first_keycode, m.count))) {
+        keymap_stale_ = true;
+      }
+      continue;
+    }
+    const auto& xkb = reinterpret_cast<const XkbEvent&>(ev);
+    if (xkb.any.xkb_type == XkbNewKeyboardNotify) {
+      keymap_stale_ = true;
+      continue;
+    }
+    const XkbMapNotifyEvent& m = xkb.map;
+    constexpr unsigned kIndexInputs = XkbKeyTypesMask | XkbModifierMapMask | XkbVirtualModsMask;
+    if ((m.changed & kIndexInputs) ||
+        ((m.changed & XkbKeySymsMask) && touches_index(m.first_key_sym, m.num_key_syms))) {
+      keymap_stale_ = true;
+    }
+  }
+}
+
+Status InputDevice::ensure_keymap() {
+  take_mapping_events();
+  return keymap_stale_ ? refresh_keymap() : ok_status();
 }
 
 void InputDevice::fake_key(unsigned keycode, bool down) {
@@ -398,7 +473,7 @@ Status InputDevice::barrier(TypeReport* report, std::int64_t settle_ms) {
 Result<TypeReport> InputDevice::type(const std::u32string& text) {
   if (abandoned_) return display_gone();
   TypeReport report;
-  EVIDENT_TRY(refresh_keymap());
+  EVIDENT_TRY(ensure_keymap());
   Keymap& km = *keymap_;
   // Every character is checked before anything is sent: a refused text injects nothing.
   std::vector<unsigned long> keysyms;
@@ -463,7 +538,7 @@ Result<TypeReport> InputDevice::type(const std::u32string& text) {
 
 Status InputDevice::press_chord(const KeyChord& chord) {
   if (abandoned_) return display_gone();
-  EVIDENT_TRY(refresh_keymap());
+  EVIDENT_TRY(ensure_keymap());
   Keymap& km = *keymap_;
   std::vector<unsigned> chunk_new;
   std::vector<Stroke> strokes;
@@ -509,6 +584,7 @@ Status InputDevice::release_all_checked() {
   for (unsigned kc : std::vector<unsigned>(held_keys_.begin(), held_keys_.end())) fake_key(kc, false);
   for (int b : std::vector<int>(held_buttons_.begin(), held_buttons_.end())) fake_button(b, false);
   Status synced = sync_checked("release");
+  take_mapping_events();  // keeps the shared connection's queue bounded between calls
   int keys_down = 0;
   unsigned buttons = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -583,6 +659,7 @@ Status InputDevice::restore_keymap_checked() {
   }
   XSync(dpy_, False);
   take_x_error(dpy_);
+  take_mapping_events();  // the restore's own notifications (read by that XSync)
   for (unsigned kc : changed) {
     int per = 0;
     KeySym* now = XGetKeyboardMapping(dpy_, static_cast<KeyCode>(kc), 1, &per);

@@ -155,6 +155,62 @@ TEST(InputX11, RemappedKeymapIsRestoredAndVerified) {
   EXPECT_TRUE(all_keys_up(s.dpy));
 }
 
+// The input connection lives as long as its display; the MappingNotify events every keymap
+// change sends to all clients (ours included) must not pile up in its Xlib queue.
+TEST(InputX11, EventQueueOfTheInputConnectionStaysBounded) {
+  Session s;
+  ASSERT_TRUE(s.input);
+  auto cps = decode_utf8("\u4e16\u754c\u2014\u00e9");
+  ASSERT_TRUE(cps.ok());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(s.input->type(*cps).ok());
+    ASSERT_TRUE(s.input->release_all_checked().ok());  // restores: more keymap changes
+  }
+  XSync(s.dpy, False);  // reads whatever the server sent into the queue
+  EXPECT_LE(XQLength(s.dpy), 4) << "events queued on the input connection";
+}
+
+// The device refreshes its keymap index only after a change it did not make; such a change (by
+// another client, on a non-spare keycode) is seen before the next type.
+TEST(InputX11, AnotherClientsKeymapChangeIsSeenByTheNextType) {
+  Session s;
+  ASSERT_TRUE(s.input);
+  auto a = decode_utf8("a");
+  ASSERT_TRUE(a.ok());
+  auto rep = s.input->type(*a);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->remapped, 0);  // 'a' is on the keymap
+
+  ::Display* other = s.xvfb.open();
+  ASSERT_NE(other, nullptr);
+  const KeyCode kc = XKeysymToKeycode(other, XStringToKeysym("a"));
+  ASSERT_NE(kc, 0);
+  int per = 0;
+  KeySym* orig = XGetKeyboardMapping(other, kc, 1, &per);
+  ASSERT_NE(orig, nullptr);
+  std::vector<KeySym> none(static_cast<std::size_t>(per), NoSymbol);
+  XChangeKeyboardMapping(other, kc, per, none.data(), 1);  // 'a' leaves the keymap
+  XSync(other, False);
+  // Our connection must have read the notification; a change racing with typing is racy in
+  // any design, so the test orders it explicitly.
+  XSync(s.dpy, False);
+
+  rep = s.input->type(*a);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->remapped, 1) << "the stale index still had 'a' on its old keycode";
+  ASSERT_TRUE(s.input->release_all_checked().ok());
+
+  XChangeKeyboardMapping(other, kc, per, orig, 1);
+  XSync(other, False);
+  XFree(orig);
+  XCloseDisplay(other);
+  XSync(s.dpy, False);
+  rep = s.input->type(*a);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->remapped, 0) << "the restored 'a' was not seen";
+  ASSERT_TRUE(s.input->release_all_checked().ok());
+}
+
 // More distinct characters than one chunk (2 per spare keycode) reuse keycodes after the decode
 // barrier, and Tk still decodes every chunk with its own mapping.
 TEST(InputX11, MoreDistinctCharactersThanSpareKeycodesPassTheBarrierExactly) {

@@ -121,6 +121,13 @@ class InputDevice {
   InputDevice(::Display* dpy, InputOptions options);
   Status init();
   Status refresh_keymap();
+  // Removes the keymap notifications (XkbMapNotify, XkbNewKeyboardNotify, core MappingNotify)
+  // queued on the connection: every keymap change, ours included, sends several, and on a
+  // connection that lives as long as its display they would pile up. Marks the index stale when
+  // one names a non-spare keycode, the key types or the modifier map: a change we did not make.
+  void take_mapping_events();
+  // Refreshes the index (two round trips) only when it is stale.
+  Status ensure_keymap();
   Status sync_checked(const char* what);
   void fake_key(unsigned keycode, bool down);
   void fake_button(int button, bool down);
@@ -149,6 +156,8 @@ class InputDevice {
   std::int64_t last_key_us_ = 0;
   std::uint64_t barrier_timeouts_ = 0;
   bool abandoned_ = false;
+  bool keymap_stale_ = true;  // see take_mapping_events()
+  int xkb_event_base_ = 0;
   // A deferred restore that failed: reported by the next release_all_checked().
   std::optional<Error> restore_error_;
 };
