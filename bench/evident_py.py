@@ -18,38 +18,41 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402  (helpers: EventLog, LineReader, wait_until, median_us)
 
 
-def mode_display(engine, args):
-    samples, ok, detail = [], True, "create returned; status ready; 1920x1080"
+def timed_creates(engine, args, what, before_each=None):
+    """args.runs create_display calls, each timed alone; before_each() (outside the timed span)
+    may return an error detail to stop early."""
+    samples, ok, detail = [], True, f"{what} returned; status ready; 1920x1080"
     for _ in range(args.runs):
+        if before_each is not None:
+            problem = before_each()
+            if problem:
+                ok, detail = False, problem
+                break
         t0 = time.perf_counter_ns()
         d = engine.create_display(width=bench.W, height=bench.H)
         samples.append(time.perf_counter_ns() - t0)
         st = d.status()
         if not st.ready or (d.width, d.height) != (bench.W, bench.H):
-            ok, detail = False, "display not ready or wrong size"
+            ok, detail = False, f"{what}: display not ready or wrong size"
         d.destroy()
-    return {"median_us": bench.median_us(samples), "runs": args.runs,
+    return {"median_us": bench.median_us(samples) if samples else None, "runs": len(samples),
             "samples_us": [x // 1000 for x in samples], "check": {"ok": ok, "detail": detail}}
+
+
+def mode_display(engine, args):
+    return timed_creates(engine, args, "create")
 
 
 def mode_warm(engine, args):
     """Warm-pool leases: the engine keeps one 1920x1080 display pre-started; each sample is one
     create_display call that leases it. Between leases the pool refills in the background; we wait
     for that (bounded), outside the timed span."""
-    samples, ok, detail = [], True, "lease returned; status ready; 1920x1080; pool refilled"
-    for _ in range(args.runs):
-        if not engine.wait_warm(30000):
-            ok, detail = False, "the warm pool did not refill within 30 s"
-            break
-        t0 = time.perf_counter_ns()
-        d = engine.create_display(width=bench.W, height=bench.H)
-        samples.append(time.perf_counter_ns() - t0)
-        st = d.status()
-        if not st.ready or (d.width, d.height) != (bench.W, bench.H):
-            ok, detail = False, "leased display not ready or wrong size"
-        d.destroy()
-    return {"median_us": bench.median_us(samples) if samples else None, "runs": len(samples),
-            "samples_us": [x // 1000 for x in samples], "check": {"ok": ok, "detail": detail}}
+    def refilled():
+        return None if engine.wait_warm(30000) else "the warm pool did not refill within 30 s"
+    result = timed_creates(engine, args, "lease", refilled)
+    if result["check"]["ok"]:
+        result["check"]["detail"] += "; pool refilled"
+    return result
 
 
 def fixture_exe(args):
