@@ -22,6 +22,8 @@ namespace evident {
 namespace {
 
 constexpr std::size_t kMaxRequestText = Engine::kMaxRequestBytes - 4096;
+// Each warm size keeps one idle Xvfb running (a 1920x1080 one holds ~8 MB of framebuffer).
+constexpr std::size_t kMaxWarmSizes = 4;
 
 struct Globals {
   bool json = false;
@@ -184,6 +186,12 @@ int run(int argc, char** argv) {
   std::string state_dir;
   daemon->add_option("--state-dir", state_dir, "evidence directory (default " +
                                                    default_state_dir() + ")");
+  std::vector<std::string> warm_sizes;
+  daemon->add_option("--warm", warm_sizes,
+                     "keep one display of WIDTHxHEIGHT pre-started; a display create of exactly "
+                     "that size leases it in about a millisecond (repeatable, at most " +
+                         std::to_string(kMaxWarmSizes) + ")")
+      ->take_all();
 
   // display
   auto* display = app.add_subcommand("display", "owned displays");
@@ -266,6 +274,15 @@ int run(int argc, char** argv) {
     DaemonOptions o;
     o.socket_path = g.socket;
     o.state_dir = state_dir;
+    if (warm_sizes.size() > kMaxWarmSizes) {
+      return print_error(g, make_error("usage", "--warm: at most " + std::to_string(kMaxWarmSizes) +
+                                                    " sizes"), 2);
+    }
+    for (const auto& text : warm_sizes) {
+      auto size = parse_warm_size(text);
+      if (!size.ok()) return print_error(g, make_error("usage", "--warm: " + size.error().message), 2);
+      o.warm.push_back(*size);
+    }
     auto r = run_daemon(o, std::cerr);
     if (!r.ok()) return print_error(g, r.error(), 1);
     return *r;

@@ -75,14 +75,21 @@ std::vector<pid_t> children_of(pid_t ppid) {
 
 class Daemon {
  public:
-  explicit Daemon(const std::string& dir) : dir_(dir), sock_(dir + "/run/d.sock") {}
+  // `extra`: more `evident daemon` arguments (e.g. --warm 320x240).
+  explicit Daemon(const std::string& dir, std::vector<std::string> extra = {})
+      : dir_(dir), sock_(dir + "/run/d.sock"), extra_(std::move(extra)) {}
   bool start() {
+    std::vector<std::string> args = {"evident", "daemon", "--socket", sock_, "--state-dir",
+                                     dir_ + "/state"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
-      int log = ::open((dir_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      int log = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(log, 2);
-      ::execl(kEvident.c_str(), "evident", "daemon", "--socket", sock_.c_str(), "--state-dir",
-              (dir_ + "/state").c_str(), static_cast<char*>(nullptr));
+      ::execv(kEvident.c_str(), argv.data());
       ::_exit(127);
     }
     return wait_until([&] {
@@ -109,10 +116,12 @@ class Daemon {
   }
   pid_t pid() const { return pid_; }
   const std::string& socket() const { return sock_; }
+  std::string log_path() const { return dir_ + "/daemon.log"; }
 
  private:
   std::string dir_;
   std::string sock_;
+  std::vector<std::string> extra_;
   pid_t pid_ = -1;
 };
 
@@ -251,7 +260,10 @@ TEST_F(CliDaemonTest, DisplayAndAppLifecycleThroughTheCli) {
 // Proves: usage errors exit 2 and, with --json, still print one usage error object.
 TEST_F(CliDaemonTest, UsageErrorsExitTwo) {
   for (const std::string args : {"display create --width abc", "display bogus", "frobnicate",
-                                 "display destroy 1", "app launch 1 gen-x"}) {
+                                 "display destroy 1", "app launch 1 gen-x",
+                                 "daemon --warm 10x10", "daemon --warm 1920x1080x24",
+                                 "daemon --warm x480", "daemon --warm 64x64 --warm 64x64 "
+                                 "--warm 64x64 --warm 64x64 --warm 80x80"}) {
     auto r = cli(args);
     EXPECT_EQ(r.exit_status, 2) << args;
     EXPECT_EQ(r.json["ok"], false);
@@ -507,6 +519,64 @@ TEST_F(CliDaemonTest, SigtermDestroysEverythingAndExitsZero) {
   for (pid_t k : kids) EXPECT_FALSE(pid_running(k)) << k;
   EXPECT_FALSE(pid_running(app_pid));
   EXPECT_FALSE(path_exists(daemon_->socket()));
+}
+
+// Proves: `evident daemon --warm WxH` keeps one display of that size ready and logs it with its
+// name; `display create` of exactly that size leases it (that name, a fresh generation, ready);
+// the pool refills with another server; other sizes are ordinary creates; the idle pooled
+// display is not listed; SIGTERM takes the idle one down too.
+TEST_F(CliDaemonTest, WarmPoolThroughTheDaemon) {
+  const std::string wdir = dir_ + "/warm";
+  ASSERT_TRUE(make_private_dir(wdir).ok());
+  Daemon warm(wdir, {"--warm", "320x240"});
+  ASSERT_TRUE(warm.start()) << testing::slurp(warm.log_path());
+  auto call = [&](const std::string& args) {
+    auto r = run_command(kEvident + " --socket " + q(warm.socket()) + " --json " + args);
+    EXPECT_EQ(r.exit_status, 0) << args << ": " << r.out;
+    return Json::parse(r.out);
+  };
+  // The names of the pooled displays the daemon logged as ready, in order.
+  auto pooled = [&](const std::string& log) {
+    std::vector<std::string> names;
+    const std::string tag = "warm display ";
+    for (std::size_t at = log.find(tag); at != std::string::npos; at = log.find(tag, at + 1)) {
+      const std::size_t start = at + tag.size();
+      const std::size_t end = log.find(' ', start);
+      if (end != std::string::npos && log.compare(end, 14, " 320x240 ready") == 0) {
+        names.push_back(log.substr(start, end - start));
+      }
+    }
+    return names;
+  };
+  ASSERT_TRUE(testing::wait_file(warm.log_path(),
+                                 [&](const std::string& log) { return !pooled(log).empty(); }, 30000))
+      << testing::slurp(warm.log_path());
+  const std::string first = pooled(testing::slurp(warm.log_path())).front();
+  EXPECT_TRUE(call("display list")["displays"].empty()) << "an idle pooled display is listed";
+
+  Json leased = call("display create --width 320 --height 240");
+  EXPECT_EQ(leased["display"]["name"], first) << "the create did not lease the pooled display";
+  const std::string gen = leased["display"]["generation"];
+  EXPECT_EQ(call("display status " + std::to_string(leased["display"]["id"].get<int>()) + " " +
+                 gen)["ready"],
+            true);
+
+  ASSERT_TRUE(testing::wait_file(warm.log_path(),
+                                 [&](const std::string& log) { return pooled(log).size() >= 2; },
+                                 30000))
+      << "the pool did not refill: " << testing::slurp(warm.log_path());
+  const std::string refill = pooled(testing::slurp(warm.log_path()))[1];
+  EXPECT_NE(refill, first);
+  Json other = call("display create --width 640 --height 480");
+  EXPECT_NE(other["display"]["name"], refill);
+  EXPECT_NE(other["display"]["generation"], gen);
+  EXPECT_EQ(call("display list")["displays"].size(), 2u);
+
+  std::vector<pid_t> kids = children_of(warm.pid());
+  EXPECT_EQ(kids.size(), 3u);  // the leased, the other, and the idle refill
+  ASSERT_EQ(::kill(warm.pid(), SIGTERM), 0);
+  EXPECT_EQ(warm.wait_exit(30000), 0);
+  for (pid_t k : kids) EXPECT_FALSE(pid_running(k)) << "Xvfb " << k << " survived";
 }
 
 // Proves: SIGKILL of the daemon takes its Xvfb servers and apps with it (parent-death signal).

@@ -264,6 +264,13 @@ Result<int> Daemon::run() {
   }
   EngineOptions eo;
   eo.state_dir = options_.state_dir;
+  eo.warm = options_.warm;
+  if (!eo.warm.empty()) {
+    eo.on_warm_ready = [this](const std::string& name, const WarmDisplaySize& s) {
+      log_line("warm display " + name + " " + std::to_string(s.width) + "x" +
+               std::to_string(s.height) + " ready");
+    };
+  }
   engine_ = std::make_unique<Engine>(eo);
   log_line("listening on " + options_.socket_path + " (pid " + std::to_string(::getpid()) + ")");
 

@@ -344,8 +344,14 @@ void DisplayManager::warm_loop() {
       return;
     }
     if (started.ok()) {
+      const std::string name = (*started)->info().name;
       slot->ready = std::move(*started);
       warm_ready_cv_.notify_all();
+      if (options_.on_warm_ready) {
+        lock.unlock();
+        options_.on_warm_ready(name, o);
+        lock.lock();
+      }
     } else {
       // A failing start (e.g. Xvfb missing) must not spin: retry later; normal creates still
       // work (and report the error themselves).

@@ -325,6 +325,30 @@ Json Engine::Impl::dispatch(const Actor& actor, const Json& request) {
   return out;
 }
 
+Result<WarmDisplaySize> parse_warm_size(std::string_view text) {
+  auto bad = [&] {
+    return make_error("display-args", "a warm size is WIDTHxHEIGHT in pixels, e.g. 1920x1080");
+  };
+  const auto x = text.find('x');
+  if (x == std::string_view::npos || x == 0 || x + 1 == text.size() || x > 4 ||
+      text.size() - x - 1 > 4) {
+    return bad();
+  }
+  auto number = [](std::string_view digits, int* out) {
+    int v = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+  };
+  WarmDisplaySize size;
+  if (!number(text.substr(0, x), &size.width) || !number(text.substr(x + 1), &size.height)) return bad();
+  EVIDENT_TRY(validate_display_options({size.width, size.height, size.depth, size.dpi}));
+  return size;
+}
+
 Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   if (impl_->options.state_dir.empty()) impl_->options.state_dir = default_state_dir();
@@ -341,6 +365,12 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   DisplayManagerOptions dm;
   dm.runtime_dir = impl_->options.runtime_dir;
   for (const auto& w : impl_->options.warm) dm.warm.push_back({w.width, w.height, w.depth, w.dpi});
+  if (impl_->options.on_warm_ready) {
+    dm.on_warm_ready = [cb = impl_->options.on_warm_ready](const std::string& name,
+                                                          const DisplayOptions& o) {
+      cb(name, WarmDisplaySize{o.width, o.height, o.depth, o.dpi});
+    };
+  }
   impl_->displays = std::make_unique<DisplayManager>(dm);
   impl_->session_backend = std::make_unique<DisplaySessionBackend>(*impl_->displays);
   SessionOptions so;

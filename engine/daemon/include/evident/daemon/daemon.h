@@ -13,6 +13,7 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/service/engine.h"
 
 namespace evident {
 
@@ -27,6 +28,10 @@ struct DaemonOptions {
   std::string state_dir;    // default default_state_dir()
   int max_connections = 32;
   int read_timeout_ms = 10000;
+  // Warm display pool (EngineOptions::warm): one pre-started display per size, leased by a
+  // display create of exactly that size. Each ready pooled display is logged
+  // ("warm display :N WxH ready").
+  std::vector<WarmDisplaySize> warm;
 };
 
 // Runs in the foreground until SIGTERM/SIGINT, then destroys everything the engine owns and

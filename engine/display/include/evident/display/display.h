@@ -169,6 +169,9 @@ struct DisplayManagerOptions {
   // An idle pooled display is not listed, not addressable, and counts against max_displays
   // like a create in progress. Duplicate entries are kept once.
   std::vector<DisplayOptions> warm;
+  // Called (from the pool's thread, no lock held) each time a pooled display became ready,
+  // with its name (":N") and options. For logs; must not call back into the manager.
+  std::function<void(const std::string& name, const DisplayOptions& options)> on_warm_ready;
 };
 
 // Equal width, height, depth and dpi.

@@ -3,6 +3,7 @@
 // so every surface has the same operations, limits and error codes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +37,10 @@ struct WarmDisplaySize {
   int dpi = 96;
 };
 
+// Parses "WIDTHxHEIGHT" (decimal, e.g. "1920x1080"; depth 24, dpi 96) into a warm-pool entry,
+// checked like display.create. Errors: "display-args".
+Result<WarmDisplaySize> parse_warm_size(std::string_view text);
+
 struct EngineOptions {
   std::string state_dir;    // evidence (persists); default default_state_dir()
   std::string runtime_dir;  // private scratch: auth cookies, app logs (0700); default default_runtime_dir()/engine-<pid>-<rand>
@@ -43,6 +48,8 @@ struct EngineOptions {
   // Warm display pool (DisplayManagerOptions::warm): sizes to keep one ready display each for.
   // Default empty: nothing is pre-started. See docs/displays.md.
   std::vector<WarmDisplaySize> warm;
+  // Told each time a pooled display became ready: its name (":N") and size. For logs.
+  std::function<void(const std::string& name, const WarmDisplaySize& size)> on_warm_ready;
 };
 
 // Request envelope (internal wire format, also used by the daemon socket):
