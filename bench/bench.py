@@ -1621,7 +1621,10 @@ def machine():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="few iterations (smoke test, < 60 s)")
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"))
+    ap.add_argument("--out", default=None,
+                    help="JSON path (default: results/latest.json for a full run; "
+                         "results/partial.json with --only or --quick, so the recorded full run "
+                         "is not replaced by a partial one)")
     ap.add_argument("--build", action="append", default=[],
                     help="build dir(s) holding evident's binaries (default: $EVIDENT_BUILD, build)")
     ap.add_argument("--only", default="", help="comma-separated row ids")
@@ -1631,6 +1634,9 @@ def main(argv=None):
         [os.path.join(ROOT, os.environ.get("EVIDENT_BUILD", "build"))]
     ev = Evident(builds)
     only = {s for s in args.only.split(",") if s}
+    if args.out is None:
+        partial = bool(only) or args.quick
+        args.out = os.path.join(HERE, "results", "partial.json" if partial else "latest.json")
     h = Harness()
 
     def on_signal(signum, _frame):
