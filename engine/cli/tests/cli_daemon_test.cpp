@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "evident/testing/daemon.h"
 #include "evident/testing/files.h"
 #include "evident/testing/fixture_log.h"
 #include "evident/testing/process.h"
@@ -33,7 +34,7 @@ using testing::pid_running;
 using testing::run_command;
 using testing::wait_until;
 
-const std::string kEvident = std::string(EVIDENT_BINARY_DIR) + "/engine/cli/evident";
+const std::string kEvident = testing::evident_cli_path();
 const std::string kFixture = testing::fixture_app_path();
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
@@ -73,57 +74,7 @@ std::vector<pid_t> children_of(pid_t ppid) {
   return out;
 }
 
-class Daemon {
- public:
-  // `extra`: more `evident daemon` arguments (e.g. --warm 320x240).
-  explicit Daemon(const std::string& dir, std::vector<std::string> extra = {})
-      : dir_(dir), sock_(dir + "/run/d.sock"), extra_(std::move(extra)) {}
-  bool start() {
-    std::vector<std::string> args = {"evident", "daemon", "--socket", sock_, "--state-dir",
-                                     dir_ + "/state"};
-    args.insert(args.end(), extra_.begin(), extra_.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int log = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(log, 2);
-      ::execv(kEvident.c_str(), argv.data());
-      ::_exit(127);
-    }
-    return wait_until([&] {
-      return raw_request(sock_, R"({"op":"ping","args":{}})").find("\"ok\":true") !=
-             std::string::npos;
-    }, 10000);
-  }
-  // Waits for exit; returns the exit status or -1 on timeout.
-  int wait_exit(std::int64_t ms) {
-    int status = 0;
-    bool done = wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, ms);
-    if (!done) return -1;
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      if (wait_exit(30000) < 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-      }
-    }
-  }
-  pid_t pid() const { return pid_; }
-  const std::string& socket() const { return sock_; }
-  std::string log_path() const { return dir_ + "/daemon.log"; }
-
- private:
-  std::string dir_;
-  std::string sock_;
-  std::vector<std::string> extra_;
-  pid_t pid_ = -1;
-};
+using Daemon = testing::EvidentDaemon;
 
 struct Cli {
   int exit_status = -1;

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "engine_harness.h"
+#include "evident/testing/daemon.h"
 
 namespace evident {
 namespace {
@@ -24,41 +26,23 @@ namespace fs = std::filesystem;
 using testing::code_of;
 using testing::run_command;
 using testing::slurp;
-using testing::wait_file_contains;
 using testing::shell_quote;
 
 class SessionCli : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = (fs::temp_directory_path() / ("evident-session-cli-" + random_hex(6))).string();
-    ASSERT_TRUE(make_private_dir(root_ + "/run").ok());
-    socket_ = root_ + "/run/evident.sock";
-    log_ = root_ + "/daemon.log";
-    evident_ = std::string(EVIDENT_BINARY_DIR) + "/engine/cli/evident";
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(evident_.c_str(), evident_.c_str(), "daemon", "--socket", socket_.c_str(),
-              "--state-dir", (root_ + "/state").c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ASSERT_TRUE(wait_file_contains(log_, "listening on", 20000)) << slurp(log_);
+    ASSERT_TRUE(make_private_dir(root_).ok());
+    daemon_ = std::make_unique<testing::EvidentDaemon>(root_);
+    ASSERT_TRUE(daemon_->start()) << slurp(daemon_->log_path());
+    socket_ = daemon_->socket();
+    log_ = daemon_->log_path();
   }
   void TearDown() override {
-    stop_daemon();
+    daemon_.reset();
     (void)remove_tree(root_);
   }
-  void stop_daemon() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-      pid_ = -1;
-    }
-  }
+  void stop_daemon() { (void)daemon_->stop(); }
 
   // Runs `evident --json --socket S ARGS`; returns the parsed answer and keeps the raw output.
   Json cli(const std::string& args) {
@@ -75,9 +59,10 @@ class SessionCli : public ::testing::Test {
   }
   Json session(const Json& req) { return cli("session --request " + shell_quote(req.dump())); }
 
-  std::string root_, socket_, log_, evident_;
+  std::string root_, socket_, log_;
+  const std::string evident_ = testing::evident_cli_path();
+  std::unique_ptr<testing::EvidentDaemon> daemon_;
   std::string outputs_;
-  pid_t pid_ = -1;
 };
 
 TEST_F(SessionCli, FullSessionThroughDaemonAndCliLeaksNoTypedText) {

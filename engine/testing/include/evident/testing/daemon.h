@@ -1,0 +1,85 @@
+// Test support: a real `evident daemon` subprocess on a private socket.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evident/testing/files.h"
+#include "evident/testing/process.h"
+
+namespace evident::testing {
+
+// The `evident` binary of this build.
+inline std::string evident_cli_path() { return std::string(EVIDENT_BINARY_DIR) + "/engine/cli/evident"; }
+
+// `evident daemon --socket DIR/run/d.sock --state-dir DIR/state [extra...]`, stdout and stderr
+// appended to DIR/daemon.log. start() returns once the daemon logged "listening on" (inotify,
+// bounded). The destructor stops it: SIGTERM, then SIGKILL if it has not exited after 30 s.
+class EvidentDaemon {
+ public:
+  explicit EvidentDaemon(std::string dir, std::vector<std::string> extra = {})
+      : dir_(std::move(dir)), sock_(dir_ + "/run/d.sock"), extra_(std::move(extra)) {}
+  EvidentDaemon(const EvidentDaemon&) = delete;
+  EvidentDaemon& operator=(const EvidentDaemon&) = delete;
+  ~EvidentDaemon() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      if (wait_exit(30000) < 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+      }
+    }
+  }
+
+  bool start(int timeout_ms = 20000) {
+    const std::string cli = evident_cli_path();
+    std::vector<std::string> args = {cli, "daemon", "--socket", sock_, "--state-dir", dir_ + "/state"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string log = log_path();
+    pid_ = ::fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execv(cli.c_str(), argv.data());
+      ::_exit(127);
+    }
+    return wait_file_contains(log, "listening on", timeout_ms);
+  }
+  // SIGTERM and wait for the exit (a clean exit flushes and closes the log). Returns the exit
+  // status (128 + signal if killed), or -1 if it did not exit within timeout_ms.
+  int stop(std::int64_t timeout_ms = 30000) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    return wait_exit(timeout_ms);
+  }
+  // Waits for the exit (bounded); returns the exit status or -1 on timeout.
+  int wait_exit(std::int64_t timeout_ms) {
+    int status = 0;
+    if (!wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout_ms)) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  pid_t pid() const { return pid_; }
+  const std::string& socket() const { return sock_; }
+  std::string log_path() const { return dir_ + "/daemon.log"; }
+
+ private:
+  std::string dir_;
+  std::string sock_;
+  std::vector<std::string> extra_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace evident::testing
