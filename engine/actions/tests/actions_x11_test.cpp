@@ -288,16 +288,10 @@ TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
   // either selection after the action (the detail's "released" claim, checked on the server).
   EXPECT_EQ(wait_owner([](Window w) { return w == None; }), static_cast<Window>(None));
   EXPECT_EQ(XGetSelectionOwner(obs, XA_PRIMARY), static_cast<Window>(None));
-  {
-    const auto deadline = testing::now_ms() + 5000;
-    int st = 0;
-    pid_t got = 0;
-    while ((got = waitpid(xclip.pid, &st, WNOHANG)) == 0 && testing::now_ms() < deadline) {
-      poll(nullptr, 0, 5);  // bounded reaping loop: xclip's exit is the condition
-    }
-    EXPECT_EQ(got, xclip.pid) << "xclip still running after losing CLIPBOARD";
-    if (got == xclip.pid) xclip.pid = -1;
-  }
+  // pidfd: readable once xclip has exited (bounded), then reaped.
+  const bool exited = testing::wait_pid_gone(xclip.pid, 5000);
+  EXPECT_TRUE(exited) << "xclip still running after losing CLIPBOARD";
+  if (exited && waitpid(xclip.pid, nullptr, 0) == xclip.pid) xclip.pid = -1;
   XCloseDisplay(obs);
 
   expect_nothing_held(rig, "paste");
