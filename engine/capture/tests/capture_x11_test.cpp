@@ -2,6 +2,8 @@
 // paths alike, depth 24 and 16), and that their PNGs decode in Pillow to those pixels.
 #include <gtest/gtest.h>  // before Xlib: its None/Status macros break gtest
 #include <stdlib.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 
 #include "evident/capture/capture.h"
 #include "evident/core/sha256.h"
@@ -150,6 +152,44 @@ TEST(CaptureX11, GetImageFallbackMatchesShm) {
   unsetenv("EVIDENT_CAPTURE_NO_SHM");
   ASSERT_TRUE(forced.ok());
   EXPECT_FALSE((*forced)->using_shm());
+}
+
+// A segment prepared (and populated) before the capturer exists is taken when large enough and
+// frames through it are exact; one too small is left alone and the capturer makes its own.
+TEST(CaptureX11, PreparedShmSegmentIsTakenWhenLargeEnough) {
+  Xvfb server("320x240x24");
+  ASSERT_TRUE(server.ok());
+  Display* dpy = server.connect();
+  ASSERT_NE(dpy, nullptr);
+  RawImage want = draw_scene(dpy, 9);
+
+  auto big = ShmSegment::create(320 * 240 * 4, true);
+  ASSERT_TRUE(big.ok()) << big.error().message;
+  const int big_id = big->id();
+  CaptureOptions with_big;
+  with_big.shm = &*big;
+  auto cap = Capturer::create(dpy, with_big);
+  ASSERT_TRUE(cap.ok()) << cap.error().message;
+  EXPECT_TRUE((*cap)->using_shm());
+  EXPECT_EQ(big->id(), -1) << "the prepared segment was not taken";
+  EXPECT_EQ(big->addr(), nullptr);
+  EXPECT_TRUE((*cap)->grab()->rgb == want.rgb);
+  struct shmid_ds info{};
+  ASSERT_EQ(shmctl(big_id, IPC_STAT, &info), 0);
+  EXPECT_TRUE(info.shm_perm.mode & SHM_DEST) << "the taken segment is not marked for removal";
+
+  auto small = ShmSegment::create(64, false);
+  ASSERT_TRUE(small.ok());
+  const int small_id = small->id();
+  CaptureOptions with_small;
+  with_small.shm = &*small;
+  auto other = Capturer::create(dpy, with_small);
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE((*other)->using_shm());
+  EXPECT_EQ(small->id(), small_id) << "a too small segment was taken";
+  EXPECT_TRUE((*other)->grab()->rgb == want.rgb);
+  small = ShmSegment();  // the unused segment removes itself
+  EXPECT_NE(shmctl(small_id, IPC_STAT, &info), 0);
 }
 
 TEST(CaptureX11, ServerWithoutShmFallsBackToGetImage) {

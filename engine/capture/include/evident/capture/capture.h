@@ -56,6 +56,34 @@ struct PngOptions {
 // encode_png with explicit options. "png-encode-failed" (also for invalid options or image).
 Result<PngFrame> encode_png(const RawImage& image, const PngOptions& options);
 
+// A private SysV shared-memory segment whose pages are already populated. The display layer
+// makes one while Xvfb is still starting, so the first frame does not pay for fresh pages on the
+// critical path (docs/displays.md, "first frame"). Move-only; an unused segment removes itself.
+class ShmSegment {
+ public:
+  // With `populate`, the pages are populated now (MADV_POPULATE_WRITE where the kernel has it;
+  // else they fault later, as without it): worth it only off the critical path, since the
+  // server's first write into fresh pages costs less than populating them here and then writing.
+  // "capture-unavailable" when no segment can be made.
+  static Result<ShmSegment> create(std::size_t size, bool populate);
+  ShmSegment() = default;
+  ShmSegment(ShmSegment&& other) noexcept { *this = std::move(other); }
+  ShmSegment& operator=(ShmSegment&& other) noexcept;
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+  ~ShmSegment();
+  int id() const { return id_; }
+  std::uint8_t* addr() const { return addr_; }
+  std::size_t size() const { return size_; }
+  // Hands the segment over (the capturer detaches and removes it); this object becomes empty.
+  void release() { id_ = -1; addr_ = nullptr; size_ = 0; }
+
+ private:
+  int id_ = -1;
+  std::uint8_t* addr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 // Options for Capturer::create.
 struct CaptureOptions {
   // false forces the XGetImage path (as does the environment variable EVIDENT_CAPTURE_NO_SHM=1).
@@ -63,6 +91,9 @@ struct CaptureOptions {
   // capture_png() re-deflates only the bands of rows that changed since its previous frame
   // (the bytes are identical either way; false is for measuring the cold path).
   bool reuse_bands = true;
+  // A prepared segment to use for MIT-SHM when it is large enough (it is then taken: moved from);
+  // otherwise the capturer makes its own and leaves this one alone.
+  ShmSegment* shm = nullptr;
 };
 
 // Grabs the root window of an X connection. The caller owns `dpy`, keeps it open for the

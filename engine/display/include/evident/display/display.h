@@ -239,7 +239,8 @@ class DisplayManager {
     std::unique_ptr<Child> child;
   };
   Result<std::shared_ptr<OwnedDisplay>> start_display(const DisplayOptions& options);
-  Status make_ready(OwnedDisplay& d);
+  // `prepared`: a segment made while Xvfb started, for the capturer (may be null).
+  Status make_ready(OwnedDisplay& d, ShmSegment* prepared);
   void stop_apps_of(int display_id, const std::string& generation);
   AppInfo snapshot(App& app);
   // Registers a started display under its number (retiring a dead predecessor); fails with
