@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "evident/actions/batch.h"
@@ -297,28 +298,38 @@ TEST(ActionsX11, PasteOverAnotherClientsClipboardSaysTheOwnerIsNotRestored) {
   expect_nothing_held(rig, "paste");
 }
 
+// Every batch in `bad` is refused with one of `codes` and injects nothing (the device's event
+// count is unchanged); then a real click at (x, y) is the next press the fixture app logs.
+void expect_refused_then_probe(Rig& rig, const std::vector<const char*>& bad,
+                               const std::set<std::string>& codes, int x, int y) {
+  const std::uint64_t count = rig.exec->input_event_count();
+  for (const char* request : bad) {
+    auto r = rig.run(request);
+    ASSERT_FALSE(r.ok()) << request;
+    EXPECT_TRUE(codes.count(r.error().code)) << r.error().code << " for " << request;
+  }
+  EXPECT_EQ(rig.exec->input_event_count(), count);
+  auto ok = rig.run(R"({"actions":[{"type":"click","x":)" + std::to_string(x) + R"(,"y":)" +
+                    std::to_string(y) + R"(}],"observe":"none"})");
+  ASSERT_TRUE(ok.ok());
+  auto presses = rig.wait_events("button_press", 1);
+  ASSERT_EQ(presses.size(), 1u);
+  EXPECT_EQ(presses[0]["x_root"], x);
+}
+
 TEST(ActionsX11, RefusedBatchInjectsNothing) {
   Rig rig;
   ASSERT_TRUE(rig.exec);
   const auto before = events(rig.log).size();
-  const std::uint64_t count = rig.exec->input_event_count();
-  for (const char* bad : {R"({"actions":[{"type":"click","x":10,"y":10},{"type":"click","x":5000,"y":1}]})",
-                          R"({"actions":[{"type":"click","x":10,"y":10},{"type":"fly"}]})",
-                          R"({"actions":[{"type":"type","text":"abc"},{"type":"wait","ms":9999}]})",
-                          R"({"actions":[]})",
-                          R"({"actions":[{"type":"click","x":10,"y":10}],"settle":6000})",
-                          R"({"actions":[{"type":"click","x":10,"y":10}],"extra":1})"}) {
-    auto r = rig.run(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_TRUE(r.error().code == "action-invalid" || r.error().code == "actions-request") << r.error().code;
-  }
-  EXPECT_EQ(rig.exec->input_event_count(), count);
-  // A round trip through the app: a real click after the refused batches is the next event logged.
-  auto ok = rig.run(R"({"actions":[{"type":"click","x":600,"y":300}],"observe":"none"})");
-  ASSERT_TRUE(ok.ok());
-  auto presses = rig.wait_events("button_press", 1);
-  ASSERT_EQ(presses.size(), 1u);
-  EXPECT_EQ(presses[0]["x_root"], 600);
+  expect_refused_then_probe(
+      rig,
+      {R"({"actions":[{"type":"click","x":10,"y":10},{"type":"click","x":5000,"y":1}]})",
+       R"({"actions":[{"type":"click","x":10,"y":10},{"type":"fly"}]})",
+       R"({"actions":[{"type":"type","text":"abc"},{"type":"wait","ms":9999}]})",
+       R"({"actions":[]})",
+       R"({"actions":[{"type":"click","x":10,"y":10}],"settle":6000})",
+       R"({"actions":[{"type":"click","x":10,"y":10}],"extra":1})"},
+      {"action-invalid", "actions-request"}, 600, 300);
   auto all = events(rig.log);
   for (std::size_t i = before; i < all.size(); ++i) {
     if (all[i]["type"] == "button_press" || all[i]["type"] == "key_press") {
@@ -642,24 +653,16 @@ TEST(ActionsX11, ScreenshotAndZoomAreNativePixelsClampedAndHashed) {
   EXPECT_EQ((*again)["results"][0]["png"]["sha256"], res[2]["png"]["sha256"]);
 
   // Empty or fully off-screen zooms: the whole batch is refused and the click before them never runs.
-  const std::uint64_t count = rig.exec->input_event_count();
-  for (const char* bad : {R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":1280,"y":0,"width":10,"height":10}]})",
-                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":0,"y":800,"width":10,"height":10}]})",
-                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":-50,"y":10,"width":50,"height":10}]})",
-                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":-20,"width":10,"height":20}]})",
-                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":10,"width":0,"height":10}]})",
-                          R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":10,"width":10,"height":0}]})"}) {
-    auto refused = rig.run(bad);
-    ASSERT_FALSE(refused.ok()) << bad;
-    EXPECT_EQ(refused.error().code, "action-invalid") << bad;
-  }
-  EXPECT_EQ(rig.exec->input_event_count(), count);
-  // Round trip: a real click after the refusals is the first press the fixture ever logged.
-  auto ok = rig.run(R"({"actions":[{"type":"click","x":610,"y":310}],"observe":"none"})");
-  ASSERT_TRUE(ok.ok());
-  auto presses = rig.wait_events("button_press", 1);
-  ASSERT_EQ(presses.size(), 1u);
-  EXPECT_EQ(presses[0]["x_root"], 610);
+  expect_refused_then_probe(
+      rig,
+      {R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":1280,"y":0,"width":10,"height":10}]})",
+       R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":0,"y":800,"width":10,"height":10}]})",
+       R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":-50,"y":10,"width":50,"height":10}]})",
+       R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":-20,"width":10,"height":20}]})",
+       R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":10,"width":0,"height":10}]})",
+       R"({"actions":[{"type":"click","x":600,"y":300},{"type":"zoom","x":10,"y":10,"width":10,"height":0}]})"},
+      {"action-invalid"}, 610, 310);
+  // The probe is the first press the fixture ever logged.
   EXPECT_EQ(of_type(events(rig.log), "button_press").size(), 1u);
 }
 

@@ -145,7 +145,6 @@ class XcbCapturer final : public Capturer {
     }
     const int id = prepared->id();
     shm_addr_ = prepared->addr();
-    shm_size_ = prepared->size();
     prepared->release();  // ours now: detached in the destructor, removed just below
     shm_seg_ = xcb_generate_id(conn_);
     xcb_void_cookie_t cookie = xcb_shm_attach_checked(conn_, shm_seg_, static_cast<std::uint32_t>(id), 0);
@@ -313,7 +312,6 @@ class XcbCapturer final : public Capturer {
   PixelFormat format_;
   int scanline_pad_;
   std::uint8_t* shm_addr_ = nullptr;
-  std::size_t shm_size_ = 0;
   xcb_shm_seg_t shm_seg_ = 0;
   bool shm_attached_ = false;
   std::vector<std::uint8_t> fallback_;
