@@ -38,6 +38,9 @@ from .engine import Engine
 from .errors import EvidentError
 from .session import Session
 
+# CI shards and their bundles (shard.json) live in their own module (docs/scale.md).
+pytest_plugins = ("evident.shard",)
+
 DEFAULT_SIZE = (1024, 768)
 _RECORDER_KEY = pytest.StashKey["Recorder"]()
 _PHASES_KEY = pytest.StashKey[Dict[str, str]]()
