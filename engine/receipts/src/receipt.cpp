@@ -148,4 +148,53 @@ Status write_receipt_atomic(const std::string& dir, const Json& receipt) {
   return write_file_atomic(dir + "/" + std::string(kReceiptFileName), *bytes, 0600);
 }
 
+Result<Json> build_actions_file(const ReceiptInput& input, const Json& receipt) {
+  auto rid = receipt.find("receipt_id");
+  auto transcript = receipt.find("transcript");
+  if (rid == receipt.end() || !rid->is_string() || transcript == receipt.end() ||
+      !transcript->is_array()) {
+    return make_error("receipt-invalid", "actions file: not a built receipt");
+  }
+  Json entries = Json::array();
+  std::size_t next = 0;
+  for (const Json& event : *transcript) {
+    if (!event.is_object() || event.value("kind", "") != "action") continue;
+    if (next >= input.actions.size()) {
+      return make_error("receipt-invalid", "actions file: more action events than actions");
+    }
+    const ActionRecord& a = input.actions[next++];
+    Json projection = project_action(a.projection);
+    auto sha = domain_digest(kDomainActionProjection, projection);
+    if (!sha.ok()) return sha.error();
+    if (event.value("projection_sha256", "") != *sha) {
+      return make_error("receipt-invalid", "actions file: action " + std::to_string(next - 1) +
+                                               " does not match its event");
+    }
+    entries.push_back(Json{{"event_index", event["index"]},
+                           {"projection", std::move(projection)},
+                           {"projection_sha256", *sha},
+                           {"elapsed_ms", a.elapsed_ms >= 0 ? Json(a.elapsed_ms) : Json(nullptr)}});
+  }
+  if (next != input.actions.size()) {
+    return make_error("receipt-invalid", "actions file: fewer action events than actions");
+  }
+  return Json{{"schema", kActionsSchema},
+              {"session_id", receipt.value("session_id", "")},
+              {"receipt_id", *rid},
+              {"actions", std::move(entries)}};
+}
+
+Status write_evidence_files(const std::string& dir, const ReceiptInput& input,
+                            const Json& receipt) {
+  auto actions = build_actions_file(input, receipt);
+  if (!actions.ok()) return actions.error();
+  auto bytes = canonicalize(*actions);
+  if (!bytes.ok()) return bytes.error();
+  bytes->push_back('\n');
+  if (auto st = write_file_atomic(dir + "/" + std::string(kActionsFileName), *bytes, 0600); !st) {
+    return st;
+  }
+  return write_receipt_atomic(dir, receipt);
+}
+
 }  // namespace evident

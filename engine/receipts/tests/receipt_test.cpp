@@ -143,5 +143,70 @@ TEST(Receipt, WritesAtomicallyWithMode0600) {
   ASSERT_TRUE(remove_tree(dir).ok());
 }
 
+// actions.json: the golden files were written by receipts/golden/make_actions.py from the
+// Python verifier's projections, each checked against the golden receipt's digests.
+TEST(ActionsFile, MatchesGoldensByteForByte) {
+  for (const auto& name : testing::golden_names()) {
+    SCOPED_TRACE(name);
+    ReceiptInput in = golden_input(name);
+    auto receipt = build_receipt(in);
+    ASSERT_TRUE(receipt.ok());
+    auto doc = build_actions_file(in, *receipt);
+    ASSERT_TRUE(doc.ok()) << doc.error().message;
+    auto bytes = canonicalize(*doc);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_EQ(*bytes + "\n", read_text(golden_dir(name) + "/actions.json"));
+    // Every projection hashes to its event's projection_sha256 and holds no secret.
+    const Json& events = (*receipt)["transcript"];
+    for (const Json& entry : (*doc)["actions"]) {
+      const Json& event = events[entry["event_index"].get<std::size_t>()];
+      EXPECT_EQ(event["kind"], "action");
+      EXPECT_EQ(*domain_digest(kDomainActionProjection, entry["projection"]),
+                event["projection_sha256"]);
+      EXPECT_FALSE(entry["projection"].contains("text"));
+      EXPECT_FALSE(entry["projection"].contains("key"));
+    }
+  }
+}
+
+TEST(ActionsFile, CarriesElapsedAndRefusesAMismatchedReceipt) {
+  ReceiptInput in = golden_input("three-actions");
+  in.actions[1].elapsed_ms = 42;
+  auto receipt = build_receipt(in);
+  ASSERT_TRUE(receipt.ok());
+  auto doc = build_actions_file(in, *receipt);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_TRUE((*doc)["actions"][0]["elapsed_ms"].is_null());
+  EXPECT_EQ((*doc)["actions"][1]["elapsed_ms"], 42);
+  // Input and receipt must describe the same actions.
+  ReceiptInput other = in;
+  other.actions.pop_back();
+  auto bad = build_actions_file(other, *receipt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, "receipt-invalid");
+  other = in;
+  other.actions[0].projection = Json{{"type", "click"}, {"x", 1}, {"y", 1}};
+  bad = build_actions_file(other, *receipt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, "receipt-invalid");
+}
+
+TEST(ActionsFile, WrittenBesideTheReceiptWithMode0600) {
+  std::string dir = "/tmp/evident-receipts-test-" + random_hex(8);
+  ASSERT_TRUE(make_private_dir(dir).ok());
+  ReceiptInput in = golden_input("three-actions");
+  auto receipt = build_receipt(in);
+  ASSERT_TRUE(receipt.ok());
+  ASSERT_TRUE(write_evidence_files(dir, in, *receipt).ok());
+  for (const char* file : {"/actions.json", "/receipt.json"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((dir + file).c_str(), &st), 0) << file;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
+  }
+  EXPECT_EQ(read_text(dir + "/actions.json"), read_text(golden_dir("three-actions") + "/actions.json"));
+  EXPECT_EQ(read_text(dir + "/receipt.json"), read_text(golden_dir("three-actions") + "/receipt.json"));
+  ASSERT_TRUE(remove_tree(dir).ok());
+}
+
 }  // namespace
 }  // namespace evident

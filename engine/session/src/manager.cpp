@@ -488,6 +488,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
         }
         records.push_back(ActionRecord{action_type(a), action_projection(a), out.status,
                                        out.input_event_count > 0, sha});
+        records.back().elapsed_ms = now_ms() - r->started_mono;  // actions.json's time
       }
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& rec : records) r->actions.push_back(std::move(rec));
@@ -565,7 +566,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       // Frames first, durably; then the receipt atomically, so a crash never leaves a receipt
       // that names frames which are not on disk.
       sync_dir_fs(r->evidence_dir);
-      if (auto st = write_receipt_atomic(r->evidence_dir, *receipt); !st) return refuse(st.error());
+      if (auto st = write_evidence_files(r->evidence_dir, in, *receipt); !st) return refuse(st.error());
       std::lock_guard<std::mutex> lock(mu_);
       r->receipt = *receipt;
       r->receipt_id = (*receipt)["receipt_id"].get<std::string>();

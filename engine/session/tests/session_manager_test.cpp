@@ -11,6 +11,7 @@
 
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
+#include "evident/receipts/jcs.h"
 #include "evident/receipts/verify.h"
 #include "evident/session/manager.h"
 #include "fake_backend.h"
@@ -184,6 +185,51 @@ TEST_F(SessionTest, FullSessionProducesAVerifiableReceiptAndCleansUp) {
   EXPECT_EQ(s["phase"], "closed");
   // The display is free again for a new session.
   EXPECT_EQ(code(begin(1, "attempt-1")), "ok");
+}
+
+// Proves: finish writes actions.json beside receipt.json (0600): one entry per action event,
+// each projection hashing to its event's projection_sha256, with the monotonic time of the
+// action's frame since begin (the fake clock advances 7 ms inside every action).
+TEST_F(SessionTest, FinishWritesActionsFileWithProjectionsAndTimes) {
+  Json b = begin();
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  world_.on_execute = [this] { clock_.advance_ms(7); };
+  ASSERT_EQ(code(clicks(sid, 0, 2)), "ok");
+  ASSERT_EQ(code(clicks(sid, 1, 1)), "ok");
+  world_.on_execute = nullptr;
+  ASSERT_EQ(code(simple("freeze", sid, 2)), "ok");
+  Json o = observe(sid, 3);
+  Json fin = finish(sid, 4, o["frame"]["sha256"]);
+  ASSERT_EQ(code(fin), "ok") << fin.dump();
+  std::string dir = b["evidence_dir"];
+  std::string path = dir + "/actions.json";
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto text = read_file(path, 1 << 20);
+  ASSERT_TRUE(text.ok());
+  auto doc = parse_json_strict(*text, 1 << 20, "test");
+  ASSERT_TRUE(doc.ok());
+  const Json& receipt = fin["receipt"];
+  EXPECT_EQ((*doc)["schema"], "evident.actions/v1");
+  EXPECT_EQ((*doc)["receipt_id"], receipt["receipt_id"]);
+  EXPECT_EQ((*doc)["session_id"], sid);
+  const Json& entries = (*doc)["actions"];
+  ASSERT_EQ(entries.size(), 3u);
+  const std::int64_t xs[] = {10, 11, 10};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Json& e = entries[i];
+    EXPECT_EQ(e["event_index"], i + 1);
+    EXPECT_EQ(e["projection"]["type"], "click");
+    EXPECT_EQ(e["projection"]["x"], xs[i]);
+    EXPECT_EQ(e["projection_sha256"], receipt["transcript"][i + 1]["projection_sha256"]);
+    EXPECT_EQ(*domain_digest(kDomainActionProjection, e["projection"]),
+              receipt["transcript"][i + 1]["projection_sha256"]);
+    EXPECT_EQ(e["elapsed_ms"], 7 * static_cast<std::int64_t>(i + 1));
+  }
+  EXPECT_EQ(code(simple("close", sid, 5)), "ok");
+  EXPECT_TRUE(fs::exists(path));
 }
 
 // Proves: a wall clock stepped back an hour mid-session still yields a verifiable receipt whose

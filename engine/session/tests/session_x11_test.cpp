@@ -98,6 +98,23 @@ TEST(SessionX11, FullSessionTypesTriggerAndProducesVerifiedReceipt) {
   vo.expect_uid = static_cast<std::int64_t>(::getuid());
   VerifyReport rep = verify_receipt(*receipt, vo);
   EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  // actions.json: the click's geometry, the typed text's projection without its text, and the
+  // times of the two frames in order.
+  std::string actions_text = testing::slurp(b["evidence_dir"].get<std::string>() + "/actions.json");
+  // The typed text ("evident") appears only as the schema's name.
+  auto schema_at = actions_text.find("\"evident.actions/v1\"");
+  ASSERT_NE(schema_at, std::string::npos);
+  EXPECT_EQ(actions_text.find("evident"), schema_at + 1);
+  EXPECT_EQ(actions_text.find("evident", schema_at + 2), std::string::npos);
+  auto actions_doc = parse_json_strict(actions_text, 1 << 20, "test");
+  ASSERT_TRUE(actions_doc.ok());
+  const Json& entries = (*actions_doc)["actions"];
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0]["projection"], click(100, 40));
+  EXPECT_EQ(entries[1]["projection"], (Json{{"type", "type"}}));
+  EXPECT_GE(entries[0]["elapsed_ms"].get<std::int64_t>(), 0);
+  EXPECT_GE(entries[1]["elapsed_ms"].get<std::int64_t>(), entries[0]["elapsed_ms"].get<std::int64_t>());
+  EXPECT_LE(entries[1]["elapsed_ms"].get<std::int64_t>(), (*receipt)["elapsed_ms"].get<std::int64_t>());
   // The display is free again: a second session can begin on it.
   Json b2 = h.begin("attempt-full");
   EXPECT_EQ(code_of(b2), "ok") << b2.dump();

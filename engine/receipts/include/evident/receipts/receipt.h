@@ -16,6 +16,10 @@ namespace evident {
 inline constexpr std::string_view kReceiptSchema = "evident.session-receipt/v2";
 inline constexpr std::size_t kMaxClaimsCanonicalBytes = 16 * 1024;
 inline constexpr std::string_view kReceiptFileName = "receipt.json";
+// actions.json: each action's projection in order, written beside receipt.json (docs/evidence.md).
+inline constexpr std::string_view kActionsFileName = "actions.json";
+inline constexpr std::string_view kActionsSchema = "evident.actions/v1";
+inline constexpr std::size_t kMaxActionsFileBytes = 1024 * 1024;
 
 // The resources a session was bound to at begin (receipt "binding").
 struct ReceiptBinding {
@@ -36,6 +40,9 @@ struct ActionRecord {
   std::string status;        // "ok" or "injected" (a failed action ends the session)
   bool input = false;        // true iff the action dispatched at least one input event
   std::string frame_sha256;  // the full-display frame captured after the action
+  // Monotonic ms from begin's admission to the capture of `frame_sha256`; -1 when unknown.
+  // Recorded in actions.json only (not bound by the receipt).
+  std::int64_t elapsed_ms = -1;
 };
 
 // The frame captured by observe.
@@ -85,5 +92,18 @@ Result<std::string> receipt_file_bytes(const Json& receipt);
 // Writes `dir`/receipt.json (0600) atomically with receipt_file_bytes(). Errors:
 // "receipt-noncanonical", "fs-error".
 Status write_receipt_atomic(const std::string& dir, const Json& receipt);
+
+// The actions.json document of `receipt` (built from `input` by build_receipt):
+// {"schema":"evident.actions/v1","session_id","receipt_id","actions":[{"event_index",
+// "projection","projection_sha256","elapsed_ms"}]}, one entry per action event in order, each
+// projection exactly the object whose H("evident/action-projection/v2", P) is that event's
+// projection_sha256 (so it holds no secrets). Errors: "receipt-invalid" (receipt and input
+// disagree), "receipt-noncanonical".
+Result<Json> build_actions_file(const ReceiptInput& input, const Json& receipt);
+
+// Writes `dir`/actions.json (JCS + "\n", 0600, atomic), then `dir`/receipt.json: what finish
+// leaves in the evidence directory besides the frames. Errors: as above, "fs-error".
+Status write_evidence_files(const std::string& dir, const ReceiptInput& input,
+                            const Json& receipt);
 
 }  // namespace evident
