@@ -16,6 +16,7 @@
 #include "evident/core/json.h"
 #include "evident/daemon/daemon.h"
 #include "evident/receipts/verify.h"
+#include "evident/report/report.h"
 #include "evident/service/engine.h"
 
 namespace evident {
@@ -255,6 +256,17 @@ int run(int argc, char** argv) {
   verify->add_option("--expect-job", vo.expect_job_sha256, "the expected job_sha256");
   verify->add_option("--expect-uid", expect_uid, "the expected actor uid");
 
+  // report (local)
+  auto* report = app.add_subcommand("report", "write a self-contained HTML (or Markdown) report of an evidence directory");
+  ReportOptions ro;
+  std::string report_format = "html";
+  report->add_option("DIR", ro.evidence_dir, "the evidence directory (receipt.json, actions.json, frames)")->required();
+  report->add_option("-o,--out", ro.out_path, "the file to write (default DIR/report.html or DIR/report.md; - for stdout)");
+  report->add_option("--format", report_format, "html (default) or markdown")
+      ->check(CLI::IsMember({"html", "markdown"}));
+  report->add_option("--frames", ro.frames_dir, "where the frames are (default DIR)");
+  report->add_option("--key", ro.key_path, "a public key to authenticate receipt.dsse.json with");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -323,6 +335,10 @@ int run(int argc, char** argv) {
     // The raw text goes through as a string, so the session layer's strict parser sees it as
     // sent (duplicate keys included).
     return send(g, "session", Json{{"request", *text}});
+  }
+  if (report->parsed()) {
+    ro.format = report_format == "markdown" ? ReportFormat::kMarkdown : ReportFormat::kHtml;
+    return run_report_command(ro, g.json, std::cout, std::cerr);
   }
   if (verify->parsed()) {
     if (expect_uid >= 0) vo.expect_uid = expect_uid;

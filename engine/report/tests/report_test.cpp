@@ -1,0 +1,308 @@
+// The report: the 64-action golden renders with every check passing and one row per event;
+// projections that do not re-hash, altered or missing frames and a foreign actions.json are
+// failing checks, not drawn; claims and attempt ids are escaped (HTML and Markdown); typed text
+// never appears; the page references nothing outside itself; limits refuse with
+// report-too-large before any frame is read.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "evident/core/fs.h"
+#include "evident/core/random.h"
+#include "evident/core/sha256.h"
+#include "evident/receipts/receipt.h"
+#include "evident/report/report.h"
+#include "../../receipts/tests/golden.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::golden_dir;
+using testing::golden_input;
+using testing::read_text;
+using testing::write_text;
+
+std::size_t count(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A private copy of a golden as an evidence directory: receipt.json, actions.json, frames.
+class EvidenceDir {
+ public:
+  explicit EvidenceDir(const std::string& golden) : dir_("/tmp/evident-report-test-" + random_hex(8)) {
+    fs::create_directories(dir_);
+    fs::copy_file(golden_dir(golden) + "/receipt.json", dir_ + "/receipt.json");
+    if (fs::exists(golden_dir(golden) + "/actions.json")) {
+      fs::copy_file(golden_dir(golden) + "/actions.json", dir_ + "/actions.json");
+    }
+    for (const auto& f : fs::directory_iterator(golden_dir(golden) + "/frames")) {
+      fs::copy_file(f.path(), dir_ + "/" + f.path().filename().string());
+    }
+  }
+  ~EvidenceDir() { fs::remove_all(dir_); }
+  const std::string& path() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+Evidence load(const std::string& dir) {
+  ReportOptions o;
+  o.evidence_dir = dir;
+  auto ev = load_evidence(o);
+  EXPECT_TRUE(ev.ok()) << (ev.ok() ? "" : ev.error().code + ": " + ev.error().message);
+  return ev.ok() ? *ev : Evidence{};
+}
+
+std::vector<std::string> failed(const Evidence& ev) {
+  std::vector<std::string> names;
+  for (const auto& c : ev.checks) {
+    if (!c.ok) names.push_back(c.name);
+  }
+  return names;
+}
+
+// Replaces the receipt of `dir` by one built from `in` (and its actions.json).
+void rebuild(const std::string& dir, const ReceiptInput& in) {
+  auto receipt = build_receipt(in);
+  ASSERT_TRUE(receipt.ok()) << receipt.error().message;
+  ASSERT_TRUE(write_evidence_files(dir, in, *receipt).ok());
+}
+
+TEST(Report, GoldenRendersEveryEventWithEveryCheckPassing) {
+  EvidenceDir d("sixty-four-actions");
+  Evidence ev = load(d.path());
+  EXPECT_TRUE(ev.ok) << ::testing::PrintToString(failed(ev));
+  ASSERT_EQ(ev.events.size(), 68u);
+  // verify's 11 checks (with frames) plus actions_file and action_projections.
+  EXPECT_EQ(ev.checks.size(), 13u);
+  EXPECT_EQ(ev.checks[11].name, "actions_file");
+  EXPECT_EQ(ev.checks[12].name, "action_projections");
+  for (const auto& e : ev.events) {
+    if (e.kind == "action") { EXPECT_EQ(e.projection_state, "ok") << e.index; }
+  }
+  EXPECT_EQ(ev.signature_state, "absent");
+
+  std::string html = render_html(ev);
+  EXPECT_EQ(count(html, "<li class=\"event\""), 68u);
+  const Json& transcript = ev.receipt["transcript"];
+  for (const Json& e : transcript) {
+    std::string row = "id=\"event-" + std::to_string(e["index"].get<int>()) + "\" data-index=\"" +
+                      std::to_string(e["index"].get<int>()) + "\" data-kind=\"" + e["kind"].get<std::string>() +
+                      "\" data-frame-sha256=\"" + e["frame_sha256"].get<std::string>() + "\"";
+    EXPECT_EQ(count(html, row), 1u) << row;
+  }
+  // Every distinct frame is embedded exactly once, as the bytes of the file it names.
+  std::regex css(R"(\.f-([0-9a-f]{64})\{background-image:url\(data:image/png;base64,([A-Za-z0-9+/=]+)\)\})");
+  std::size_t embedded = 0;
+  for (std::sregex_iterator it(html.begin(), html.end(), css), end; it != end; ++it) {
+    std::string sha = (*it)[1];
+    EXPECT_EQ(ev.frames.count(sha), 1u);
+    EXPECT_EQ((*it)[2].length(), (read_text(d.path() + "/" + sha + ".png").size() + 2) / 3 * 4);
+    ++embedded;
+  }
+  EXPECT_EQ(embedded, ev.frames.size());
+  // Geometry drawn for pointer actions only (clicks, drags, scrolls, moves of the golden).
+  std::size_t pointer = 0;
+  for (const auto& e : ev.events) {
+    if (e.action == "click" || e.action == "double_click" || e.action == "triple_click" ||
+        e.action == "drag" || e.action == "scroll" || e.action == "move_mouse") {
+      ++pointer;
+    }
+  }
+  EXPECT_GT(pointer, 0u);
+  EXPECT_EQ(count(html, "<g class=\"geom\""), 2 * pointer);  // before and after
+  // Self-contained: no script, no external reference of any kind.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find(" href="), std::string::npos);
+  EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
+  // Typed text and key names of the golden's inputs never appear.
+  EXPECT_EQ(html.find("héllo"), std::string::npos);
+  EXPECT_EQ(html.find("世界"), std::string::npos);
+  EXPECT_EQ(html.find("shift"), std::string::npos);
+}
+
+TEST(Report, TamperedProjectionIsAFailedCheckAndIsNotDrawn) {
+  EvidenceDir d("three-actions");
+  auto doc = parse_json_strict(read_text(d.path() + "/actions.json"), 1 << 20, "t");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_EQ((*doc)["actions"][0]["projection"]["type"], "click");
+  (*doc)["actions"][0]["projection"]["x"] = 999;  // not what the receipt bound
+  write_text(d.path() + "/actions.json", dump_json(*doc));
+  Evidence ev = load(d.path());
+  EXPECT_EQ(failed(ev), (std::vector<std::string>{"action_projections"}));
+  EXPECT_EQ(ev.events[1].projection_state, "mismatch");
+  EXPECT_EQ(ev.events[2].projection_state, "ok");
+  std::string html = render_html(ev);
+  EXPECT_NE(html.find("data-projection=\"mismatch\""), std::string::npos);
+  EXPECT_EQ(html.find("999"), std::string::npos);
+  EXPECT_EQ(count(html, "<g class=\"geom\""), 0u);  // the only pointer action is the tampered one
+  EXPECT_NE(html.find("class=\"verdict fail\""), std::string::npos);
+}
+
+TEST(Report, ForeignOrMalformedActionsFileFails) {
+  EvidenceDir d("three-actions");
+  EvidenceDir other("sixty-four-actions");
+  fs::copy_file(other.path() + "/actions.json", d.path() + "/actions.json", fs::copy_options::overwrite_existing);
+  Evidence ev = load(d.path());
+  EXPECT_EQ(failed(ev), (std::vector<std::string>{"actions_file", "action_projections"}));
+  write_text(d.path() + "/actions.json", "{\"a\":1,\"a\":2}");
+  ev = load(d.path());
+  EXPECT_EQ(failed(ev), (std::vector<std::string>{"actions_file", "action_projections"}));
+  // Without actions.json: the receipt still verifies; actions are shown by kind only.
+  fs::remove(d.path() + "/actions.json");
+  ev = load(d.path());
+  EXPECT_TRUE(ev.ok);
+  EXPECT_EQ(ev.checks.size(), 11u);
+  EXPECT_EQ(ev.events[1].projection_state, "absent");
+  EXPECT_NE(render_html(ev).find("No actions.json"), std::string::npos);
+}
+
+TEST(Report, MissingOrAlteredFramesAreFailedChecksAndNotShown) {
+  EvidenceDir d("three-actions");
+  Evidence ev = load(d.path());
+  std::string first = ev.events[0].frame_sha256;
+  std::string second = ev.events[1].frame_sha256;
+  ASSERT_NE(first, second);
+  fs::remove(d.path() + "/" + first + ".png");
+  std::string bytes = read_text(d.path() + "/" + second + ".png");
+  bytes[bytes.size() - 5] ^= 1;
+  write_text(d.path() + "/" + second + ".png", bytes);
+  ev = load(d.path());
+  EXPECT_EQ(failed(ev), (std::vector<std::string>{"frames"}));
+  EXPECT_FALSE(ev.frames.at(first).present);
+  EXPECT_TRUE(ev.frames.at(second).present);
+  EXPECT_FALSE(ev.frames.at(second).matches);
+  std::string html = render_html(ev);
+  EXPECT_EQ(html.find(".f-" + first + "{"), std::string::npos);
+  EXPECT_EQ(html.find(".f-" + second + "{"), std::string::npos);
+  EXPECT_NE(html.find("frame missing from the evidence directory"), std::string::npos);
+  EXPECT_NE(html.find("frame does not match its digest"), std::string::npos);
+}
+
+TEST(Report, ClaimsAndAttemptIdAreEscapedNeverExecuted) {
+  EvidenceDir d("three-actions");
+  ReceiptInput in = golden_input("three-actions");
+  in.binding.attempt_id = "a|b<img src=x onerror=alert(1)>`](javascript:x)";
+  in.claims = Json{{"note", "</pre><script>alert('x')</script>"}, {"md", "```\n</details>|[x](http://evil)"}};
+  rebuild(d.path(), in);
+  Evidence ev = load(d.path());
+  EXPECT_TRUE(ev.ok) << ::testing::PrintToString(failed(ev));
+  std::string html = render_html(ev);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos);
+  EXPECT_EQ(html.find(" href="), std::string::npos);  // the claims' link is text, not a link
+  std::string mdoc = render_markdown(ev, d.path());
+  EXPECT_EQ(mdoc.find("<img"), std::string::npos);
+  EXPECT_EQ(mdoc.find("](javascript"), std::string::npos);
+  EXPECT_NE(mdoc.find("a\\|b&lt;img src=x onerror=alert\\(1\\)&gt;\\`\\]\\(javascript:x\\)"), std::string::npos);
+  // The claims sit in a fence longer than any backtick run inside them.
+  EXPECT_NE(mdoc.find("\n````json\n"), std::string::npos);
+}
+
+TEST(Report, MarkdownHasOneRowPerEventWithRelativeFrameLinks) {
+  EvidenceDir d("three-actions");
+  Evidence ev = load(d.path());
+  std::string mdoc = render_markdown(ev, d.path());
+  EXPECT_NE(mdoc.find("verified (all 13 checks passed)"), std::string::npos);
+  for (const auto& e : ev.events) {
+    std::string row = "| " + std::to_string(e.index) + " | ";
+    EXPECT_EQ(count(mdoc, "\n" + row), 1u) << row;
+    EXPECT_NE(mdoc.find("](" + e.frame_sha256 + ".png)"), std::string::npos);
+  }
+  EXPECT_NE(mdoc.find("click at \\(20, 15\\), left button"), std::string::npos);
+  // From a subdirectory the links climb out of it.
+  fs::create_directories(d.path() + "/out");
+  std::string sub = render_markdown(ev, d.path() + "/out");
+  EXPECT_NE(sub.find("](../" + ev.events[0].frame_sha256 + ".png)"), std::string::npos);
+}
+
+TEST(Report, CommandWritesPrivateFileAndReportsChecks) {
+  EvidenceDir d("three-actions");
+  ReportOptions o;
+  o.evidence_dir = d.path();
+  std::ostringstream out, err;
+  EXPECT_EQ(run_report_command(o, true, out, err), 0) << out.str() << err.str();
+  auto result = parse_json_strict(out.str(), 1 << 20, "t");
+  ASSERT_TRUE(result.ok()) << out.str();
+  EXPECT_EQ((*result)["ok"], true);
+  EXPECT_EQ((*result)["signature"], "absent");
+  std::string path = (*result)["report"]["path"];
+  EXPECT_EQ(path, d.path() + "/report.html");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ((*result)["report"]["sha256"], sha256_hex(read_text(path)));
+  EXPECT_EQ((*result)["checks"].size(), 13u);
+
+  // --key without a signature: written, but the signature check fails (exit 1, verify-failed).
+  o.key_path = d.path() + "/no-such.pub";
+  o.format = ReportFormat::kMarkdown;
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_report_command(o, true, out2, err2), 1);
+  result = parse_json_strict(out2.str(), 1 << 20, "t");
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ((*result)["error"]["code"], "verify-failed");
+  EXPECT_EQ((*result)["error"]["message"], "failed checks: signature");
+  EXPECT_TRUE(fs::exists(d.path() + "/report.md"));
+
+  // -o - with --json is a usage error; nothing written.
+  o.key_path.clear();
+  o.out_path = "-";
+  std::ostringstream out3, err3;
+  EXPECT_EQ(run_report_command(o, true, out3, err3), 2);
+  EXPECT_NE(out3.str().find("\"report-usage\""), std::string::npos);
+  // -o - without --json: the document on stdout, the verdict on stderr.
+  std::ostringstream out4, err4;
+  EXPECT_EQ(run_report_command(o, false, out4, err4), 0);
+  EXPECT_EQ(out4.str().rfind("### Evident evidence", 0), 0u);
+  EXPECT_NE(err4.str().find("verified: all 13 checks passed"), std::string::npos);
+}
+
+TEST(Report, RefusesUnreadableAndOversizedEvidence) {
+  ReportOptions o;
+  o.evidence_dir = "/tmp/evident-report-test-missing-" + random_hex(8);
+  auto ev = load_evidence(o);
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.error().code, "report-unreadable");
+
+  EvidenceDir d("three-actions");
+  o.evidence_dir = d.path();
+  fs::remove(d.path() + "/receipt.json");
+  ev = load_evidence(o);
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.error().code, "receipt-unreadable");
+
+  EvidenceDir big("three-actions");
+  o.evidence_dir = big.path();
+  Evidence fine = load(big.path());
+  // A referenced frame over 32 MiB (a sparse file: nothing is read).
+  std::string frame = big.path() + "/" + fine.events[1].frame_sha256 + ".png";
+  ASSERT_EQ(::truncate(frame.c_str(), static_cast<off_t>(kMaxReportFrameBytes) + 1), 0);
+  ev = load_evidence(o);
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.error().code, "report-too-large");
+  ASSERT_EQ(::truncate(frame.c_str(), 10), 0);
+  // actions.json over 1 MiB.
+  ASSERT_EQ(::truncate((big.path() + "/actions.json").c_str(), static_cast<off_t>(kMaxActionsFileBytes) + 1), 0);
+  ev = load_evidence(o);
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.error().code, "report-too-large");
+  // The messages never echo a path.
+  EXPECT_EQ(ev.error().message.find(big.path()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace evident
