@@ -19,6 +19,11 @@
 #ifdef EVIDENT_HAVE_RECEIPTS
 #include "evident/receipts/verify.h"
 #endif
+#ifdef EVIDENT_HAVE_REPORT
+#include <sstream>
+
+#include "evident/report/report.h"
+#endif
 
 namespace py = pybind11;
 
@@ -126,6 +131,23 @@ std::string verify_receipt_file(const std::string& path, const std::string& fram
 }
 #endif
 
+#ifdef EVIDENT_HAVE_REPORT
+// `evident report` in-process: the CLI's --json result as text (docs/evidence.md).
+std::string write_report(const std::string& evidence_dir, const std::string& out_path,
+                         const std::string& format, const std::string& frames_dir,
+                         const std::string& key_path) {
+  evident::ReportOptions o;
+  o.evidence_dir = evidence_dir;
+  o.out_path = out_path;
+  o.frames_dir = frames_dir;
+  o.key_path = key_path;
+  o.format = format == "markdown" ? evident::ReportFormat::kMarkdown : evident::ReportFormat::kHtml;
+  std::ostringstream out, err;
+  (void)evident::run_report_command(o, true, out, err);
+  return out.str();
+}
+#endif
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -153,5 +175,10 @@ PYBIND11_MODULE(_core, m) {
   m.attr("has_verify") = true;
 #else
   m.attr("has_verify") = false;
+#endif
+#ifdef EVIDENT_HAVE_REPORT
+  m.def("write_report", &write_report, py::arg("evidence_dir"), py::arg("out_path") = "",
+        py::arg("format") = "html", py::arg("frames_dir") = "", py::arg("key_path") = "",
+        py::call_guard<py::gil_scoped_release>());
 #endif
 }

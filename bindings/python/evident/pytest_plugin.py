@@ -15,6 +15,9 @@ On a failure (setup or call), the plugin captures a final frame of every display
 and adds an "evident" section to the report with the last frame and the receipt paths (also as
 ``user_properties``: ``evident_last_frame``, ``evident_receipt``, ``evident_dir``).
 ``--evident-keep=on-failure`` deletes the evidence of passing tests.
+``--evident-report``, ``--evident-app-output`` and ``--evident-record-actions`` add a report.html
+per recorded session, the apps' output and the frames of action batches; ``timeline.json`` lists
+every kept frame in order (docs/python.md).
 
 Safe under pytest-xdist: every worker process has its own engine and displays (Xvfb picks display
 numbers atomically with ``-displayfd``), and evidence paths are per test id.
@@ -44,6 +47,9 @@ pytest_plugins = ("evident.shard",)
 DEFAULT_SIZE = (1024, 768)
 _RECORDER_KEY = pytest.StashKey["Recorder"]()
 _PHASES_KEY = pytest.StashKey[Dict[str, str]]()
+_RUNTIME_KEY = pytest.StashKey[Path]()
+_APPS_KEY = pytest.StashKey[List[App]]()
+_MAX_APP_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
 # ------------------------------------------------------------------------------------------------
@@ -57,6 +63,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep evidence of every test (always) or only of failing ones")
     group.addoption("--evident-display-size", default=None, metavar="WxH",
                     help=f"default display size (default: {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]})")
+    _add_evidence_options(group)
+
+
+def _add_evidence_options(group) -> None:
+    """Options of the readable evidence: reports, app output, recorded action batches."""
+    group.addoption("--evident-report", default="on-failure",
+                    choices=("on-failure", "always", "never"),
+                    help="write report.html for each recorded session of failing tests "
+                         "(on-failure, default), of every test (always) or never")
+    group.addoption("--evident-app-output", default="on-failure",
+                    choices=("on-failure", "always", "never"),
+                    help="copy the stdout/stderr of apps launched by evident_app into the "
+                         "test's evidence dir (0600) on failure (default), always or never")
+    group.addoption("--evident-record-actions", action="store_true", default=False,
+                    help="keep a frame of every evident_actions batch in the test's evidence "
+                         "(listed in timeline.json), so tests without sessions have evidence too")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -118,6 +140,10 @@ class Recorder:
         self.receipts: List[Path] = []
         self.sessions: List[Session] = []
         self.displays: List[Display] = []
+        self.reports: List[Path] = []
+        self.app_outputs: List[Path] = []
+        # Every frame kept, in the order it was captured (written as timeline.json).
+        self.timeline: List[Dict[str, Any]] = []
         self._counter = 0
 
     def _ensure_dir(self) -> Path:
@@ -146,14 +172,17 @@ class Recorder:
         """Captures one full-display PNG into the evidence dir; returns its path."""
         self.watch(display)
         path = self._next(re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "frame", ".png")
-        display.screenshot(out=str(path))
+        png = display.screenshot(out=str(path))
         self.frames.append(path)
+        self._timeline_add(path, "frame", name=name, sha256=getattr(png.info, "sha256", None),
+                           display=display.id)
         return path
 
     def add_frame(self, png: Png, name: str = "frame") -> Path:
         path = self._next(re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "frame", ".png")
         png.save(str(path))
         self.frames.append(path)
+        self._timeline_add(path, "frame", name=name, sha256=hashlib.sha256(png).hexdigest())
         return path
 
     def session(self, app: "App | str", display: Optional[Display] = None, *,
@@ -193,6 +222,7 @@ class Recorder:
             self.frames.append(dest / f"{last.sha256}.png")
         if (dest / "receipt.json").exists():
             self.receipts.append(dest / "receipt.json")
+        self._timeline_add_session(dest, s)
 
     def verify(self, session: Session, **kwargs: Any):
         """Verifies ``session``'s receipt (C++ and Python verifiers); writes
@@ -207,7 +237,111 @@ class Recorder:
     def summary(self) -> Dict[str, Optional[str]]:
         return {"evident_dir": str(self.dir),
                 "evident_last_frame": str(self.last_frame) if self.last_frame else None,
-                "evident_receipt": str(self.last_receipt) if self.last_receipt else None}
+                "evident_receipt": str(self.last_receipt) if self.last_receipt else None,
+                "evident_report": str(self.reports[-1]) if self.reports else None}
+
+    # -- readable evidence: timeline, reports, app output, recorded batches (docs/python.md) --
+
+    def _timeline_add(self, path: Path, source: str, **fields: Any) -> None:
+        entry: Dict[str, Any] = {"index": len(self.timeline), "path": self._relative(path),
+                                 "source": source}
+        entry.update({k: v for k, v in fields.items() if v is not None})
+        self.timeline.append(entry)
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return str(Path(path).relative_to(self.dir))
+        except ValueError:
+            return str(path)
+
+    def _timeline_add_session(self, dest: Path, s: Session) -> None:
+        """The frames of a collected session, in transcript order (or as seen, without receipt)."""
+        name = dest.name
+        try:
+            receipt = json.loads((dest / "receipt.json").read_text(encoding="utf-8"))
+            events = receipt["transcript"]
+        except (OSError, ValueError, KeyError, TypeError):
+            events = None
+        if isinstance(events, list):
+            for e in events:
+                sha = e.get("frame_sha256") if isinstance(e, dict) else None
+                if isinstance(sha, str) and (dest / f"{sha}.png").exists():
+                    self._timeline_add(dest / f"{sha}.png", name, sha256=sha,
+                                       event_index=e.get("index"), kind=e.get("kind"),
+                                       action=e.get("action"), status=e.get("status"))
+            return
+        for info in s.frames:
+            if (dest / f"{info.sha256}.png").exists():
+                self._timeline_add(dest / f"{info.sha256}.png", name, sha256=info.sha256)
+
+    def record_batch(self, display: Display, actions: Sequence[Dict[str, Any]],
+                     batch: BatchResult) -> Optional[Path]:
+        """Keeps the frame after an action batch (its observation, else a fresh screenshot) with
+        the batch's projections (no typed text, no key names) and statuses in the timeline."""
+        from .verify import project_action
+
+        path = self._next("actions", ".png")
+        png_info = batch.observation.png if batch.observation else None
+        if png_info is not None and png_info.path and os.path.exists(png_info.path):
+            shutil.copyfile(png_info.path, path)
+            os.chmod(path, 0o600)
+            sha = png_info.sha256
+        else:
+            sha = display.screenshot(out=str(path)).info.sha256
+        self.frames.append(path)
+        self._timeline_add(path, "actions", sha256=sha, display=display.id,
+                           actions=[project_action(dict(a)) for a in actions],
+                           statuses=[r.status for r in batch.results],
+                           settle=dict(batch.settle) or None)
+        return path
+
+    def write_reports(self) -> List[Path]:
+        """Writes report.html in each collected session's dir that has a receipt (once)."""
+        from .report import write_report
+
+        for receipt in self.receipts:
+            out = receipt.parent / "report.html"
+            if out in self.reports:
+                continue
+            try:
+                self.reports.append(Path(write_report(str(receipt.parent), str(out)).path))
+            except EvidentError:
+                pass  # an unreadable evidence dir is already visible as a missing report
+        return self.reports
+
+    def copy_app_output(self, apps: Sequence[App], runtime_dir: Optional[Path]) -> List[Path]:
+        """Copies each app's stdout+stderr log (``<runtime>/apps/<app_id>.log``) into the
+        evidence dir as ``app-<N>-output.log`` (0600; at most 16 MiB each, the rest cut)."""
+        if runtime_dir is None:
+            return []
+        for i, app in enumerate(apps):
+            src = runtime_dir / "apps" / f"{app.app_id}.log"
+            if not src.is_file():
+                continue
+            dest = self._ensure_dir() / f"app-{i}-output.log"
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "wb") as out, open(src, "rb") as f:
+                data = f.read(_MAX_APP_OUTPUT_BYTES + 1)
+                out.write(data[:_MAX_APP_OUTPUT_BYTES])
+                if len(data) > _MAX_APP_OUTPUT_BYTES:
+                    out.write(b"\n[evident: output cut at 16 MiB]\n")
+            if dest not in self.app_outputs:
+                self.app_outputs.append(dest)
+        return self.app_outputs
+
+    def write_timeline(self) -> Optional[Path]:
+        """``timeline.json``: every frame kept, in capture order (docs/python.md)."""
+        if not self.timeline or not self.dir.is_dir():
+            return None
+        path = self.dir / "timeline.json"
+        doc = {"schema": "evident.pytest-timeline/v1", "test": self.nodeid,
+               "frames": self.timeline,
+               "app_outputs": [self._relative(p) for p in self.app_outputs],
+               "reports": [self._relative(p) for p in self.reports]}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, ensure_ascii=False)
+        return path
 
 
 class _RecordedSession(Session):
@@ -235,14 +369,19 @@ class _RecordedSession(Session):
 class Actions(ActionHelpers):
     """Action helpers bound to one display (the ``evident_actions`` fixture)."""
 
-    def __init__(self, display: Display, recorder: Optional[Recorder] = None) -> None:
+    def __init__(self, display: Display, recorder: Optional[Recorder] = None,
+                 record: bool = False) -> None:
         self.display = display
         self.recorder = recorder
+        self.record = record  # --evident-record-actions: keep every batch's frame
 
     def actions(self, actions: Sequence[Dict[str, Any]], *, observe: str = "pixels",
                 settle: Settle = False, coordinate_space: str = "pixel") -> BatchResult:
-        return self.display.actions(actions, observe=observe, settle=settle,
-                                    coordinate_space=coordinate_space)
+        batch = self.display.actions(actions, observe=observe, settle=settle,
+                                     coordinate_space=coordinate_space)
+        if self.record and self.recorder is not None:
+            self.recorder.record_batch(self.display, actions, batch)
+        return batch
 
     run = actions
 
@@ -260,14 +399,21 @@ class Actions(ActionHelpers):
 # fixtures
 
 @pytest.fixture(scope="session")
-def evident_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+def evident_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[Engine]:
     """One in-process engine per worker; everything it owns is destroyed at the end."""
     state = tmp_path_factory.mktemp(f"evident-state-{worker_id()}")
-    engine = Engine(state_dir=str(state))
+    # An explicit runtime dir, so the apps' logs (<runtime>/apps/<app_id>.log) can be copied into
+    # the evidence before it goes; removed at the end like the engine's own default one.
+    runtime = tmp_path_factory.mktemp(f"evident-run-{worker_id()}")
+    os.chmod(runtime, 0o700)
+    request.config.stash[_RUNTIME_KEY] = runtime
+    engine = Engine(state_dir=str(state), runtime_dir=str(runtime))
     try:
         yield engine
     finally:
         engine.close()
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _recorder_for(item: pytest.Item, engine_getter: Optional[Callable[[], Engine]] = None
@@ -319,9 +465,12 @@ def evident_worker_display(request: pytest.FixtureRequest, evident_engine: Engin
 
 
 @pytest.fixture
-def evident_app(evident_display: Display) -> Iterator[Callable[..., App]]:
-    """``evident_app(argv, wait_window_ms=5000, display=None)`` -> App; stopped at teardown."""
+def evident_app(request: pytest.FixtureRequest, evident_display: Display
+                ) -> Iterator[Callable[..., App]]:
+    """``evident_app(argv, wait_window_ms=5000, display=None)`` -> App; stopped at teardown
+    (its output then copied into the evidence per ``--evident-app-output``)."""
     apps: List[App] = []
+    request.node.stash[_APPS_KEY] = apps
 
     def launch(argv: Sequence[str], wait_window_ms: Optional[int] = 5000,
                display: Optional[Display] = None) -> App:
@@ -332,12 +481,29 @@ def evident_app(evident_display: Display) -> Iterator[Callable[..., App]]:
     yield launch
     for app in reversed(apps):
         app.__exit__(None, None, None)
+    _keep_app_output(request.node, apps)
+
+
+def _keep_app_output(item: pytest.Item, apps: Sequence[App], failed: Optional[bool] = None
+                     ) -> None:
+    """Copies the output of the test's evident_app apps into its evidence dir when
+    ``--evident-app-output`` asks for it: at a failure (so the report can name the files) and
+    again after the apps stopped, when their logs are complete."""
+    mode = item.config.getoption("evident_app_output")
+    if failed is None:
+        failed = any(v == "failed" for v in item.stash.get(_PHASES_KEY, {}).values())
+    if not apps or mode == "never" or (mode == "on-failure" and not failed):
+        return
+    _recorder_for(item).copy_app_output(apps, item.config.stash.get(_RUNTIME_KEY, None))
 
 
 @pytest.fixture
-def evident_actions(evident_display: Display, evident_evidence: Recorder) -> Actions:
-    """Action helpers bound to ``evident_display``."""
-    return Actions(evident_display, evident_evidence)
+def evident_actions(request: pytest.FixtureRequest, evident_display: Display,
+                    evident_evidence: Recorder) -> Actions:
+    """Action helpers bound to ``evident_display`` (recording batches with
+    ``--evident-record-actions``)."""
+    return Actions(evident_display, evident_evidence,
+                   record=bool(request.config.getoption("evident_record_actions")))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -368,6 +534,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 rec.frame(d, name=f"final-{call.when}-display{d.id}")  # type: ignore[union-attr]
             except (EvidentError, OSError):
                 pass  # the display itself may be what failed
+    if rec is not None:
+        _before_report(item, call, rec, failed_now)
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     phases = item.stash.setdefault(_PHASES_KEY, {})
@@ -377,9 +545,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         for k, v in summary.items():
             if v:
                 report.user_properties.append((k, v))
+        _junit_properties(item, summary)
         lines = [f"evident evidence dir: {summary['evident_dir']}",
                  f"last frame: {summary['evident_last_frame'] or '(none captured)'}",
                  f"receipt: {summary['evident_receipt'] or '(none: no session was finished)'}"]
+        if summary["evident_report"]:
+            lines.append(f"report: {summary['evident_report']}")
+        for path in rec.app_outputs:
+            lines.append(f"app output: {path}")
         report.sections.append(("evident", "\n".join(lines)))
     if call.when == "teardown" and rec is not None:
         keep = item.config.getoption("evident_keep")
@@ -388,3 +561,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             shutil.rmtree(rec.dir, ignore_errors=True)
         elif rec.dir.is_dir() and not any(rec.dir.iterdir()):
             rec.dir.rmdir()
+
+
+def _before_report(item: pytest.Item, call: pytest.CallInfo, rec: Recorder,
+                   failed_now: bool) -> None:
+    """Readable evidence written before a phase's report is made: reports of the recorded
+    sessions (on a setup/call failure, or at teardown with ``--evident-report=always``), and at
+    teardown the properties of a passing test and ``timeline.json``."""
+    mode = item.config.getoption("evident_report")
+    if failed_now and mode != "never":
+        rec.write_reports()
+    if failed_now:
+        _keep_app_output(item, item.stash.get(_APPS_KEY, []), failed=True)
+    if call.when != "teardown":
+        return
+    if mode == "always":
+        rec.write_reports()
+    failed = any(v == "failed" for v in item.stash.get(_PHASES_KEY, {}).values())
+    if not failed and item.config.getoption("evident_keep") == "always" and rec.dir.is_dir():
+        _junit_properties(item, rec.summary())
+    rec.write_timeline()
+
+
+def _junit_properties(item: pytest.Item, summary: Dict[str, Optional[str]]) -> None:
+    """pytest's junitxml writes the properties of the *teardown* report, which copies
+    ``item.user_properties`` when it is made: adding them here puts them in the XML."""
+    present = {k for k, _ in item.user_properties}
+    for k, v in summary.items():
+        if v and k not in present:
+            item.user_properties.append((k, v))
