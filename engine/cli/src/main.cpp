@@ -18,6 +18,7 @@
 #include "evident/receipts/verify.h"
 #include "evident/report/report.h"
 #include "evident/service/engine.h"
+#include "python_delegate.h"
 
 namespace evident {
 namespace {
@@ -175,6 +176,22 @@ int run(int argc, char** argv) {
     if (a == "--json") g.json = true;
   }
 
+  // `merge` (after any global options) is the Python package's; the rest of the
+  // command line is its own (python_delegate.cpp).
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json" || a.rfind("--socket=", 0) == 0) continue;
+    if (a == "--socket") {
+      ++i;
+      continue;
+    }
+    if (a == "merge") {
+      return exec_python_module("evident.merge",
+                                std::vector<std::string>(argv + i + 1, argv + argc), g.json);
+    }
+    break;
+  }
+
   CLI::App app{"evident: owned X displays, native input, exact frames and verifiable receipts"};
   app.fallthrough();  // global options also after the subcommand (inherited by subcommands)
   app.require_subcommand(1);
@@ -266,6 +283,10 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"html", "markdown"}));
   report->add_option("--frames", ro.frames_dir, "where the frames are (default DIR)");
   report->add_option("--key", ro.key_path, "a public key to authenticate receipt.dsse.json with");
+
+  // merge runs the Python package (handled before parsing, above); listed for --help.
+  app.add_subcommand("merge", "verify shard bundles and merge them: DIR... -o OUT "
+                              "(python3 -m evident.merge; docs/scale.md)");
 
   try {
     app.parse(argc, argv);
