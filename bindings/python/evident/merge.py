@@ -480,9 +480,11 @@ def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any]) -> Dict[s
         for r in b.receipts:
             path: Path = r["_path"]
             _copy_durable(path, tmp / "receipts" / f"{r['receipt_id']}.json")
-            envelope = path.parent / "receipt.dsse.json"
-            if envelope.is_file():   # signed evidence travels with its receipt
-                _copy_durable(envelope, tmp / "receipts" / f"{r['receipt_id']}.dsse.json")
+            for side, suffix in (("receipt.dsse.json", "dsse.json"),
+                                 ("actions.json", "actions.json")):
+                extra = path.parent / side   # the envelope and the action log travel along
+                if extra.is_file() and not extra.is_symlink():
+                    _copy_durable(extra, tmp / "receipts" / f"{r['receipt_id']}.{suffix}")
             for h in _frame_digests(r["_parsed"]):
                 frame_refs += 1
                 if h not in frames:
