@@ -1462,6 +1462,80 @@ def row_verify_inprocess(h, ev, n):
                     lambda e, p: (e["receipts_per_second"] >= 2000, None, "needs >= 2000/s"))
 
 
+# --- rows: evident report of the 64-action golden, and its page in headless Chromium -------------
+
+def report_rows_in(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().count('<li class="event"')
+
+
+def row_report_cli(h, ev, n):
+    cli = ev.find("evident")
+    if not cli:
+        return make_row("report_cli", "evident report of a 64-action golden", "<= 1 s", [],
+                        unavailable("evident CLI not built"), None, None)
+    out = os.path.join(h.tmp, "report-64.html")
+    samples, ok, detail = [], True, ""
+    for _ in range(n):
+        t0 = now_ns()
+        r = subprocess.run([cli, "--json", "report", GOLDEN64, "--frames",
+                            os.path.join(GOLDEN64, "frames"), "-o", out], env=h.env,
+                           capture_output=True, timeout=60)
+        samples.append(now_ns() - t0)
+        try:
+            doc = json.loads(r.stdout)
+        except json.JSONDecodeError:
+            doc = {}
+        if r.returncode != 0 or not doc.get("ok"):
+            ok, detail = False, "report of the golden failed: %s" % r.stdout[-200:]
+    if ok:
+        rows = report_rows_in(out)
+        ok = rows == 68
+        detail = "wrote %d bytes, all %d checks passed, %d timeline rows (want 68)" % (
+            os.path.getsize(out), len(doc.get("checks", [])), rows)
+    evr = {"available": True, "name": "evident report (CLI process)",
+           "median_us": median_us(samples), "runs": n, "check": {"ok": ok, "detail": detail}}
+    return make_row("report_cli", "evident report of a 64-action golden (CLI process, HTML)",
+                    "<= 1 s", [], evr, None,
+                    lambda e, p: (e["median_us"] <= 1000000, None, "needs <= 1 s"))
+
+
+def row_report_render(h, ev, n):
+    cli = ev.find("evident")
+    if not cli or not os.access("/usr/bin/chromium", os.X_OK):
+        return make_row("report_render", "report page load in headless Chromium", "<= 2 s", [],
+                        unavailable("needs the evident CLI and /usr/bin/chromium"), None, None)
+    sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "tests"))
+    import headless_chromium  # the tests' DevTools client (python3-websocket)
+
+    out = os.path.join(h.tmp, "report-64-render.html")
+    r = subprocess.run([cli, "report", GOLDEN64, "--frames", os.path.join(GOLDEN64, "frames"),
+                        "-o", out], env=h.env, capture_output=True, timeout=60)
+    if r.returncode != 0:
+        raise BenchError("evident report of the golden failed")
+    url = "file://" + out
+    browser = headless_chromium.HeadlessChromium(os.path.join(h.tmp, "chromium-profile"))
+    samples, ok, detail = [], True, ""
+    try:
+        for _ in range(n):
+            page = browser.open_page(1280, 900)
+            seconds = browser.navigate(page, url)
+            samples.append(int(seconds * 1e9))
+            rows = browser.evaluate(page, "document.querySelectorAll('li.event').length")
+            foreign = [u for u in browser.requests(page) if u != url and not u.startswith("data:")]
+            if rows != 68 or foreign:
+                ok, detail = False, "rows %s, foreign requests %s" % (rows, foreign[:3])
+    finally:
+        browser.close()
+    if ok:
+        detail = "68 rows in the DOM, no request but the file and data: URIs"
+    evr = {"available": True, "name": "headless Chromium: navigate to load event",
+           "median_us": median_us(samples), "runs": n, "check": {"ok": ok, "detail": detail}}
+    return make_row("report_render", "the 64-action report page loads in headless Chromium",
+                    "<= 2 s", [], evr, None,
+                    lambda e, p: (e["median_us"] <= 2000000, None, "needs <= 2 s"))
+
+
 # --- row 9: daemon memory -------------------------------------------------------------------------
 
 def row_memory(h, ev, n):
@@ -1495,12 +1569,14 @@ def evident_memory(h, ev, count=8):
 ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", row_type_ascii),
         ("type_unicode", row_type_unicode), ("screenshot", row_screenshot),
         ("settle", row_settle), ("session", row_session), ("verify_cli", row_verify_cli),
-        ("verify_inprocess", row_verify_inprocess), ("daemon_memory", row_memory)]
+        ("verify_inprocess", row_verify_inprocess), ("report_cli", row_report_cli),
+        ("report_render", row_report_render), ("daemon_memory", row_memory)]
 
 RUNS = {  # (full, quick)
     "display_create": (20, 2), "click": (200, 5), "type_ascii": (30, 2), "type_unicode": (20, 2),
     "screenshot": (20, 2), "settle": (15, 2), "session": (9, 1), "verify_cli": (50, 3),
-    "verify_inprocess": (1, 1), "daemon_memory": (1, 1),
+    "verify_inprocess": (1, 1), "report_cli": (20, 2), "report_render": (5, 1),
+    "daemon_memory": (1, 1),
 }
 
 

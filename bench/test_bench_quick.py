@@ -8,7 +8,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot", "settle",
-           "session", "verify_cli", "verify_inprocess", "daemon_memory"]
+           "session", "verify_cli", "verify_inprocess", "report_cli", "report_render",
+           "daemon_memory"]
 
 
 def test_quick_mode_json_shape_and_delivery(tmp_path):
