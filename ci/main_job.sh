@@ -4,7 +4,9 @@
 # runs one session: click the text field, type the trigger phrase (the window turns green),
 # freeze, observe, check the observed PNG's pixel with Pillow, finish with a claim about the
 # colour, close. Verifies the receipt with `evident verify --frames` and the independent Python
-# verifier, prints where the evidence is, and stops everything it started (trap).
+# verifier, writes `evident report` (HTML and Markdown; the Markdown is appended to
+# $GITHUB_STEP_SUMMARY when set), prints where the evidence is, and stops everything it started
+# (trap).
 # Assumes the build is at ${EVIDENT_BUILD:-build} (ci/setup.sh makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -156,8 +158,17 @@ else
   exit 1
 fi
 
+echo "== evident report (HTML for people, Markdown for the CI step summary)"
+"$EVIDENT" report "$EVIDENCE"
+"$EVIDENT" report "$EVIDENCE" --format markdown
+grep -q 'class="verdict ok"' "$EVIDENCE/report.html" || { echo "main_job: report.html is not verified" >&2; exit 1; }
+if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+  cat "$EVIDENCE/report.md" >> "$GITHUB_STEP_SUMMARY"
+fi
+
 echo
 echo "evidence directory: $EVIDENCE"
 echo "receipt:            $RECEIPT"
+echo "report:             $EVIDENCE/report.html"
 echo "observed frame:     $OBS_PNG"
 echo "main_job: PASS"
