@@ -176,7 +176,7 @@ int run(int argc, char** argv) {
     if (a == "--json") g.json = true;
   }
 
-  // `merge` (after any global options) is the Python package's; the rest of the
+  // `merge` and `fanout` (after any global options) are the Python package's; the rest of the
   // command line is its own (python_delegate.cpp).
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -185,8 +185,8 @@ int run(int argc, char** argv) {
       ++i;
       continue;
     }
-    if (a == "merge") {
-      return exec_python_module("evident.merge",
+    if (a == "merge" || a == "fanout") {
+      return exec_python_module(a == "merge" ? "evident.merge" : "evident.fanout",
                                 std::vector<std::string>(argv + i + 1, argv + argc), g.json);
     }
     break;
@@ -284,9 +284,11 @@ int run(int argc, char** argv) {
   report->add_option("--frames", ro.frames_dir, "where the frames are (default DIR)");
   report->add_option("--key", ro.key_path, "a public key to authenticate receipt.dsse.json with");
 
-  // merge runs the Python package (handled before parsing, above); listed for --help.
+  // merge and fanout run the Python package (handled before parsing, above); listed for --help.
   app.add_subcommand("merge", "verify shard bundles and merge them: DIR... -o OUT "
                               "(python3 -m evident.merge; docs/scale.md)");
+  app.add_subcommand("fanout", "run session jobs on a Dask cluster: --scheduler ADDR JOBS.json "
+                               "-o OUT (python3 -m evident.fanout; docs/scale.md)");
 
   try {
     app.parse(argc, argv);

@@ -1,4 +1,4 @@
-// `evident merge` (and later `evident fanout`) run the Python package (evident.merge,
+// `evident merge` and `evident fanout` run the Python package (evident.merge,
 // evident.fanout); the CLI replaces itself with that interpreter (docs/scale.md, "Which
 // interpreter"). Lookup: $EVIDENT_PYTHON, else /usr/bin/python3, else python3 on PATH. The
 // package is found on $EVIDENT_PYTHONPATH, else in this source tree (EVIDENT_TREE_PYTHON_DIR,
