@@ -3,6 +3,7 @@
 #include <png.h>
 #include <pixman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -107,6 +108,33 @@ Result<ModelImage> scale_png_for_model(std::string_view frame_png, int width, in
   }
   auto encoded = encode_png(raw);
   if (!encoded) return make_error(kCode, "the scaled image could not be encoded: " + encoded.error().message);
+  ModelImage out;
+  out.png = std::move(encoded->bytes);
+  out.sha256 = std::move(encoded->sha256);
+  out.width = width;
+  out.height = height;
+  out.scaled = true;
+  return out;
+}
+
+Result<ModelImage> crop_png(std::string_view frame_png, int x, int y, int width, int height) {
+  auto decoded = decode_rgb(frame_png);
+  if (!decoded) return decoded.error();
+  const Decoded& d = *decoded;
+  if (x < 0 || y < 0 || width < 1 || height < 1 || x > d.width - width || y > d.height - height) {
+    return make_error(kCode, "the region is not inside the " + std::to_string(d.width) + "x" +
+                                 std::to_string(d.height) + " frame");
+  }
+  RawImage raw;
+  raw.width = width;
+  raw.height = height;
+  raw.rgb.resize(static_cast<std::size_t>(width) * height * 3);
+  for (int row = 0; row < height; ++row) {
+    const std::uint8_t* src = &d.rgb[(static_cast<std::size_t>(y + row) * d.width + x) * 3];
+    std::copy(src, src + static_cast<std::size_t>(width) * 3, &raw.rgb[static_cast<std::size_t>(row) * width * 3]);
+  }
+  auto encoded = encode_png(raw);
+  if (!encoded) return make_error(kCode, "the region could not be encoded: " + encoded.error().message);
   ModelImage out;
   out.png = std::move(encoded->bytes);
   out.sha256 = std::move(encoded->sha256);

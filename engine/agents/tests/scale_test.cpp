@@ -4,6 +4,7 @@
 #include <png.h>
 
 #include <cstdlib>
+#include <tuple>
 
 #include "evident/agents/scale.h"
 #include "evident/capture/capture.h"
@@ -115,6 +116,28 @@ TEST(Scale, RefusesBadInputWithOneCode) {
     auto out = scale_png_for_model(junk, 1, 1);
     ASSERT_FALSE(out.ok());
     EXPECT_EQ(out.error().code, "image-scale-failed");
+  }
+}
+
+TEST(Crop, CutsTheRegionAtNativePixels) {
+  // 3x2: row 0 = 10 20 30, row 1 = 40 50 60 (grey levels); crop (1,0) 2x2 -> 20 30 / 50 60.
+  std::vector<std::uint8_t> rgb;
+  for (int v : {10, 20, 30, 40, 50, 60}) rgb.insert(rgb.end(), {static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(v)});
+  const std::string frame = encode(3, 2, rgb);
+  auto out = crop_png(frame, 1, 0, 2, 2);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  Pixels p = decode(out->png);
+  ASSERT_EQ(p.w, 2);
+  ASSERT_EQ(p.h, 2);
+  EXPECT_EQ(p.at(0, 0)[0], 20);
+  EXPECT_EQ(p.at(1, 0)[0], 30);
+  EXPECT_EQ(p.at(0, 1)[0], 50);
+  EXPECT_EQ(p.at(1, 1)[0], 60);
+  EXPECT_EQ(out->sha256, sha256_hex(out->png));
+  for (auto [x, y, w, h] : {std::tuple{2, 0, 2, 1}, std::tuple{0, 1, 1, 2}, std::tuple{-1, 0, 1, 1}, std::tuple{0, 0, 0, 1}}) {
+    auto bad = crop_png(frame, x, y, w, h);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code, "image-scale-failed");
   }
 }
 

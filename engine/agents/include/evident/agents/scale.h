@@ -26,4 +26,8 @@ inline constexpr int kMaxScaleSide = 8192;
 // upscaling). Error "image-scale-failed" (not a PNG, too large, bad target size, library failure).
 Result<ModelImage> scale_png_for_model(std::string_view frame_png, int width, int height);
 
+// The region x, y, width x height of a frame at native pixels (a zoom), as its own PNG (the
+// engine's deterministic encoder). The region must lie inside the frame. "image-scale-failed".
+Result<ModelImage> crop_png(std::string_view frame_png, int x, int y, int width, int height);
+
 }  // namespace evident::agents
