@@ -48,7 +48,7 @@ from .plan import fsync_dir, fsync_write
 from .verify import ReceiptFormatError, domain_digest, jcs
 
 __all__ = ["JobContext", "FanoutError", "FanoutResult", "run", "load_jobs", "job_sha256",
-           "execute", "main", "RESOURCE", "MANIFEST_SCHEMA"]
+           "execute", "run_job", "main", "RESOURCE", "MANIFEST_SCHEMA"]
 
 RESOURCE = "DESKTOP"
 JOBS_SCHEMA = "evident.fanout-jobs/v1"
@@ -226,23 +226,15 @@ def _error_code(e: BaseException) -> str:
     return code if isinstance(code, str) else type(e).__name__
 
 
-def execute(job: Dict[str, Any], digest: str, attempt: int, run_id: str, topic: str,
+def run_job(job: Dict[str, Any], digest: str, attempt_id: str,
             evidence_root: Optional[str] = None) -> Dict[str, Any]:
-    """Runs one execution of ``job`` on this worker (the function Dask runs)."""
-    from distributed import get_client, get_worker
-
-    exec_id = secrets.token_hex(8)
-    attempt_id = f"{run_id}.{job['id']}.a{attempt}.{exec_id}"
-    worker = get_worker()
-    base = {"job": job["id"], "attempt": attempt, "attempt_id": attempt_id, "exec_id": exec_id,
-            "worker": str(worker.address), "worker_name": str(worker.name),
-            "hostname": socket.gethostname(), "pid": os.getpid()}
-    # Acknowledged by the scheduler before anything starts: a lost execution is still known.
-    get_client().log_event(topic, {**base, "state": "started", "at": _now()})
+    """Runs one execution of ``job`` in this process's engine, without Dask: a fresh display,
+    the job function, then the session's evidence copied (fsynced) to
+    ``<evidence_root>/<attempt_id>/``. Returns the outcome (state, error, files' bytes)."""
     root = Path(evidence_root or os.environ.get("EVIDENT_FANOUT_DIR")
                 or os.path.join(tempfile.gettempdir(), f"evident-fanout-{os.getuid()}"))
-    result: Dict[str, Any] = {**base, "started_at": _now(), "state": "failed", "error": None,
-                              "files": {}, "evidence_dir": None}
+    result: Dict[str, Any] = {"attempt_id": attempt_id, "started_at": _now(), "state": "failed",
+                              "error": None, "files": {}, "evidence_dir": None}
     scratch = Path(tempfile.mkdtemp(prefix="evident-fanout-job-"))
     ctx: Optional[JobContext] = None
     try:
@@ -263,7 +255,7 @@ def execute(job: Dict[str, Any], digest: str, attempt: int, run_id: str, topic: 
                 result["error"] = "fanout-no-receipt"
             else:
                 s = sessions[0]
-                dest = root / run_id / attempt_id
+                dest = root / attempt_id
                 result["files"] = _durable_copy_dir(Path(s.evidence_dir), dest)
                 result["evidence_dir"] = str(dest)
                 result["receipt_id"] = s.receipt.get("receipt_id")
@@ -279,6 +271,24 @@ def execute(job: Dict[str, Any], digest: str, attempt: int, run_id: str, topic: 
         shutil.rmtree(scratch, ignore_errors=True)
     result["ended_at"] = _now()
     return result
+
+
+def execute(job: Dict[str, Any], digest: str, attempt: int, run_id: str, topic: str,
+            evidence_root: Optional[str] = None) -> Dict[str, Any]:
+    """One execution of attempt ``attempt`` of ``job`` on a Dask worker (the task function)."""
+    from distributed import get_client, get_worker
+
+    exec_id = secrets.token_hex(8)
+    attempt_id = f"{run_id}.{job['id']}.a{attempt}.{exec_id}"
+    worker = get_worker()
+    base = {"job": job["id"], "attempt": attempt, "attempt_id": attempt_id, "exec_id": exec_id,
+            "worker": str(worker.address), "worker_name": str(worker.name),
+            "hostname": socket.gethostname(), "pid": os.getpid()}
+    # Acknowledged by the scheduler before anything starts: a lost execution is still known.
+    get_client().log_event(topic, {**base, "state": "started", "at": _now()})
+    root = Path(evidence_root or os.environ.get("EVIDENT_FANOUT_DIR")
+                or os.path.join(tempfile.gettempdir(), f"evident-fanout-{os.getuid()}"))
+    return {**base, **run_job(job, digest, attempt_id, str(root / run_id))}
 
 
 # ------------------------------------------------------------------------------------------------
