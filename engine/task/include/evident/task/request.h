@@ -1,0 +1,61 @@
+// One request of the agent task protocol (contract §8; docs/agents.md "Requests"), parsed strictly
+// before anything is looked up or runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "evident/agents/adapter.h"
+#include "evident/agents/budget.h"
+#include "evident/core/json.h"
+#include "evident/core/status.h"
+
+namespace evident::task {
+
+// A task.turn carries the provider's response (≤ 1 MiB serialized) plus a few small fields.
+inline constexpr std::size_t kMaxTaskRequestBytes = agents::kMaxResponseBytes + 4096;
+inline constexpr std::size_t kMaxPolicyFieldBytes = 256;
+
+enum class TaskOp { kBegin, kTurn, kAbort, kStatus };
+const char* to_string(TaskOp op);
+
+struct TaskPolicy {
+  std::string adapter;   // a registered adapter name
+  std::string provider;  // declared, not proven
+  std::string model;     // declared, not proven
+};
+
+struct TaskRequest {
+  TaskOp op = TaskOp::kStatus;
+  // begin
+  agents::TaskMode mode = agents::TaskMode::kStage;
+  std::int64_t display_id = 0;
+  std::string generation;
+  std::string app_id;
+  std::string attempt_id;
+  std::string task_sha256;
+  TaskPolicy policy;
+  std::string prior_receipt_id;  // attest only: "etr-" + 64 lowercase hex
+  // continuations
+  std::string task_id;
+  std::int64_t sequence = -1;
+  Json response;                 // turn: the provider's response object, as received
+};
+
+// Errors:
+//   "task-input-size"       the request is over kMaxTaskRequestBytes, or `response` is over
+//                           1 MiB serialized;
+//   "task-json"             not strict JSON (syntax, duplicate keys, trailing data, floats, …);
+//   "task-command"          the wrong shape: not an object, unknown op, unknown/missing fields,
+//                           wrong types, out-of-range scalars (attempt_id length, hex digests,
+//                           negative sequence, policy strings over 256 bytes, unknown mode,
+//                           `response` not an object);
+//   "task-adapter-unknown"  `policy.adapter` is not a registered adapter;
+//   "task-lineage-invalid"  `prior_receipt_id` in a stage task, or missing or malformed in an
+//                           attest task.
+// Field values are never echoed in messages.
+Result<TaskRequest> parse_task_request(std::string_view raw);
+
+}  // namespace evident::task

@@ -1,0 +1,99 @@
+// Task requests: every malformed request is refused with its code before anything is looked up.
+#include <gtest/gtest.h>
+
+#include "evident/task/request.h"
+
+namespace evident::task {
+namespace {
+
+const std::string kHex(64, 'a');
+std::string begin_req(std::string_view extra = "", std::string_view mode = "stage",
+                  std::string_view adapter = "anthropic-computer-20250124") {
+  return R"({"op":"begin","mode":")" + std::string(mode) + R"(","display_id":3,"generation":"gen-x","app_id":"app-1",)"
+         R"("attempt_id":"a1","task_sha256":")" + kHex + R"(","policy":{"adapter":")" + std::string(adapter) +
+         R"(","provider":"anthropic","model":"claude-x"})" + std::string(extra) + "}";
+}
+
+TEST(TaskRequest, ParsesEveryOp) {
+  auto b = parse_task_request(begin_req());
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->op, TaskOp::kBegin);
+  EXPECT_EQ(b->mode, agents::TaskMode::kStage);
+  EXPECT_EQ(b->display_id, 3);
+  EXPECT_EQ(b->policy.adapter, "anthropic-computer-20250124");
+  EXPECT_EQ(b->policy.model, "claude-x");
+  auto a = parse_task_request(begin_req(R"(,"prior_receipt_id":"etr-)" + kHex + "\"", "attest"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->mode, agents::TaskMode::kAttest);
+  EXPECT_EQ(a->prior_receipt_id, "etr-" + kHex);
+  auto t = parse_task_request(R"({"op":"turn","task_id":"tsk-1","sequence":4,"response":{"type":"message","content":[]}})");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->sequence, 4);
+  EXPECT_EQ(t->response["type"], "message");
+  auto ab = parse_task_request(R"({"op":"abort","task_id":"tsk-1","sequence":0})");
+  ASSERT_TRUE(ab.ok());
+  EXPECT_EQ(ab->op, TaskOp::kAbort);
+  auto s = parse_task_request(R"({"op":"status","task_id":"tsk-1"})");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->op, TaskOp::kStatus);
+}
+
+TEST(TaskRequest, BadRequestsAreRefusedWithTheirCode) {
+  const std::string big_response = R"({"op":"turn","task_id":"t","sequence":0,"response":{"k":")" +
+                                   std::string(agents::kMaxResponseBytes, 'x') + "\"}}";
+  const std::vector<std::pair<std::string, const char*>> cases = {
+      {std::string(kMaxTaskRequestBytes + 1, ' '), "task-input-size"},
+      {big_response, "task-input-size"},
+      {"", "task-json"},
+      {"{", "task-json"},
+      {R"({"op":"status","task_id":"t"} x)", "task-json"},
+      {R"({"op":"status","op":"status","task_id":"t"})", "task-json"},
+      {R"({"op":"turn","task_id":"t","sequence":0,"response":{"x":1.5}})", "task-json"},
+      {"[]", "task-command"},
+      {R"({"task_id":"t"})", "task-command"},
+      {R"({"op":"fly"})", "task-command"},
+      {R"({"op":7})", "task-command"},
+      {R"({"op":"status"})", "task-command"},
+      {R"({"op":"status","task_id":"t","extra":1})", "task-command"},
+      {R"({"op":"turn","task_id":"t","sequence":0})", "task-command"},
+      {R"({"op":"turn","task_id":"t","sequence":-1,"response":{}})", "task-command"},
+      {R"({"op":"turn","task_id":"t","sequence":"0","response":{}})", "task-command"},
+      {R"({"op":"turn","task_id":"t","sequence":0,"response":[]})", "task-command"},
+      {R"({"op":"turn","task_id":"t","sequence":0,"response":"{}"})", "task-command"},
+      {R"({"op":"abort","task_id":"t"})", "task-command"},
+      {R"({"op":"abort","task_id":"t","sequence":0,"response":{}})", "task-command"},
+      {begin_req("", "rehearse"), "task-command"},
+      {begin_req(R"(,"note":1)"), "task-command"},
+      {begin_req("", "stage", ""), "task-command"},
+      {begin_req("", "stage", std::string(257, 'a')), "task-command"},
+      {begin_req("", "stage", "anthropic"), "task-adapter-unknown"},
+      {begin_req("", "stage", "openai-computer-use"), "task-adapter-unknown"},
+      {begin_req(R"(,"prior_receipt_id":"etr-)" + kHex + "\""), "task-lineage-invalid"},
+      {begin_req("", "attest"), "task-lineage-invalid"},
+      {begin_req(R"(,"prior_receipt_id":"ecr-)" + kHex + "\"", "attest"), "task-lineage-invalid"},
+      {begin_req(R"(,"prior_receipt_id":"etr-)" + std::string(64, 'A') + "\"", "attest"), "task-lineage-invalid"},
+      {begin_req(R"(,"prior_receipt_id":5)", "attest"), "task-lineage-invalid"},
+      {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"","task_sha256":")" + kHex +
+           R"(","policy":{"adapter":"evident","provider":"p","model":"m"}})", "task-command"},
+      {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"x","task_sha256":"abc",)"
+       R"("policy":{"adapter":"evident","provider":"p","model":"m"}})", "task-command"},
+      {R"({"op":"begin","mode":"stage","display_id":-1,"generation":"g","app_id":"a","attempt_id":"x","task_sha256":")" + kHex +
+           R"(","policy":{"adapter":"evident","provider":"p","model":"m"}})", "task-command"},
+      {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"x","task_sha256":")" + kHex +
+           R"(","policy":{"adapter":"evident","provider":"p"}})", "task-command"},
+      {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"x","task_sha256":")" + kHex +
+           R"(","policy":{"adapter":"evident","provider":"p","model":"m","secret":"s"}})", "task-command"},
+      {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"x","task_sha256":")" + kHex +
+           R"(","policy":"evident"})", "task-command"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    auto r = parse_task_request(cases[i].first);
+    ASSERT_FALSE(r.ok()) << "case " << i;
+    EXPECT_EQ(r.error().code, cases[i].second) << "case " << i << ": " << r.error().message;
+    EXPECT_EQ(r.error().message.find("secret"), std::string::npos);
+    EXPECT_EQ(r.error().message.find("rehearse"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace evident::task
