@@ -32,6 +32,11 @@ MAX_SAFE_INTEGER = 2 ** 53 - 1
 MAX_RECEIPT_FILE_BYTES = 8 * 1024 * 1024
 MAX_FRAME_FILE_BYTES = 256 * 1024 * 1024
 MAX_CLAIMS_CANONICAL_BYTES = 16384
+# Nesting limit of a receipt document (open containers; {} is depth 1), the same as the C++
+# parser's kMaxJsonDepth: claims have at most 63 levels of their own (they arrive at level 2 of a
+# finish request) and sit at level 2 of the receipt. Deeper files are refused as receipt-json by
+# both verifiers, before any recursive step (docs/receipts.md, docs/reliability.md).
+MAX_JSON_DEPTH = 64
 SCHEMA = "evident.session-receipt/v2"
 
 DOMAIN_STAGE_TRANSCRIPT = "evident/stage-transcript/v2"
@@ -60,6 +65,8 @@ TIMESTAMP_KEYS = ("started_at", "frozen_at", "observed_at", "completed_at")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+# A whole string literal (skipped) or one bracket: the nesting pre-scan of parse_strict.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.S)
 _HEX64_ANY_CASE = re.compile(r"[0-9a-fA-F]{64}")
 _TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
                         r"\.([0-9]{3})Z")
@@ -105,7 +112,10 @@ def _utf16_key(k: str) -> bytes:
     return k.encode("utf-16-be")
 
 
-def _jcs(v: Any, out: List[str]) -> None:
+def _jcs(v: Any, out: List[str], depth: int = 0) -> None:
+    if isinstance(v, (list, dict)) and depth >= MAX_JSON_DEPTH:
+        raise ReceiptFormatError("receipt-noncanonical",
+                                 "nesting deeper than %d levels" % MAX_JSON_DEPTH)
     if v is None:
         out.append("null")
     elif v is True:
@@ -123,7 +133,7 @@ def _jcs(v: Any, out: List[str]) -> None:
         for i, e in enumerate(v):
             if i:
                 out.append(",")
-            _jcs(e, out)
+            _jcs(e, out, depth + 1)
         out.append("]")
     elif isinstance(v, dict):
         for k in v:
@@ -139,7 +149,7 @@ def _jcs(v: Any, out: List[str]) -> None:
                 out.append(",")
             _jcs_string(k, out)
             out.append(":")
-            _jcs(v[k], out)
+            _jcs(v[k], out, depth + 1)
         out.append("}")
     else:
         raise ReceiptFormatError("receipt-noncanonical",
@@ -209,6 +219,24 @@ def _check_unicode(v: Any) -> None:
                 stack.append(e)
 
 
+def _nesting_exceeds(text: str, limit: int) -> bool:
+    """True when ``text`` opens more than ``limit`` containers at once (strings skipped).
+
+    A scan without recursion, run before json.loads (whose recursion is bounded only by the
+    interpreter's limit, ~1000): any text it passes nests at most ``limit`` levels.
+    """
+    depth = 0
+    for m in _STRUCTURE.finditer(text):
+        c = m.group()
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif c == "]" or c == "}":
+            depth -= 1
+    return False
+
+
 def parse_strict(data: bytes) -> Any:
     """Parses one JSON value strictly; raises ReceiptFormatError("receipt-json")."""
     if len(data) > MAX_RECEIPT_FILE_BYTES:
@@ -219,6 +247,8 @@ def parse_strict(data: bytes) -> Any:
         raise ReceiptFormatError("receipt-json", "not valid UTF-8") from None
     if text.startswith("\ufeff"):
         text = text[1:]  # a UTF-8 byte order mark is skipped, as by nlohmann::json
+    if _nesting_exceeds(text, MAX_JSON_DEPTH):
+        raise ReceiptFormatError("receipt-json", "nesting deeper than %d levels" % MAX_JSON_DEPTH)
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_reject_float,
                            parse_constant=_reject_constant, parse_int=_parse_int)

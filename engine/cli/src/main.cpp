@@ -175,6 +175,15 @@ int run(int argc, char** argv) {
     if (a == "--") break;
     if (a == "--json") g.json = true;
   }
+  // Every argument must be valid UTF-8 before anything parses it: requests are JSON (UTF-8
+  // only), and an argument that cannot be carried must be refused, never mangled or allowed to
+  // reach a serializer. The argument is not echoed; its position is.
+  for (int i = 1; i < argc; ++i) {
+    if (!is_valid_utf8(argv[i])) {
+      return print_error(g, make_error("usage", "argument " + std::to_string(i) +
+                                                    " is not valid UTF-8"), 2);
+    }
+  }
 
   // `merge` and `fanout` (after any global options) are the Python package's; the rest of the
   // command line is its own (python_delegate.cpp).
@@ -355,6 +364,10 @@ int run(int argc, char** argv) {
   if (session->parsed()) {
     auto text = read_request_arg(request);
     if (!text.ok()) return print_error(g, text.error(), 1);
+    // From a file or stdin the bytes are unchecked so far; a JSON string can carry only UTF-8.
+    if (!is_valid_utf8(*text)) {
+      return print_error(g, make_error("session-json", "session request is not valid UTF-8"), 1);
+    }
     // The raw text goes through as a string, so the session layer's strict parser sees it as
     // sent (duplicate keys included).
     return send(g, "session", Json{{"request", *text}});

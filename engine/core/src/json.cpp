@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "evident/core/utf8.h"
+
 namespace evident {
 namespace {
 
@@ -11,48 +13,14 @@ struct StrictViolation {
   std::string message;
 };
 
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  while (i < s.size()) {
-    unsigned char c = p[i];
-    std::size_t n;
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      // ASCII runs 8 bytes at a time.
-      while (i + 8 <= s.size()) {
-        std::uint64_t x;
-        std::memcpy(&x, p + i, 8);
-        if (x & 0x8080808080808080ULL) break;
-        i += 8;
-      }
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-    else return false;
-    if (i + n >= s.size()) return false;
-    for (std::size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return false;
-      unsigned char cc = p[i + k];
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
-}
-
 // Builds the DOM straight from nlohmann's SAX events (one pass, same lexer and therefore the same
 // syntax errors and byte offsets as Json::parse) and enforces the strict rules as the events
 // arrive: a duplicate key is found by the insertion into the object itself (no per-object key
 // set), floats and out-of-range integers are refused at the number event.
 class StrictDomBuilder {
  public:
+  explicit StrictDomBuilder(int max_depth) : max_depth_(max_depth) {}
+
   Json root;
 
   bool null() { return put(Json(nullptr)); }
@@ -75,6 +43,7 @@ class StrictDomBuilder {
   bool string(Json::string_t& v) { return put(Json(std::move(v))); }
   bool binary(Json::binary_t& v) { return put(Json(std::move(v))); }
   bool start_object(std::size_t /*elements*/) {
+    check_depth();
     stack_.push_back(place(Json(Json::value_t::object)));
     return true;
   }
@@ -82,7 +51,8 @@ class StrictDomBuilder {
     auto& members = stack_.back()->get_ref<Json::object_t&>();
     // try_emplace leaves `k` intact when the key exists, for the message.
     auto [it, inserted] = members.try_emplace(std::move(k));
-    if (!inserted) throw StrictViolation{"duplicate key \"" + k.substr(0, 64) + "\""};
+    // The key itself is request content and is never echoed.
+    if (!inserted) throw StrictViolation{"duplicate object key"};
     member_ = &it->second;
     return true;
   }
@@ -91,6 +61,7 @@ class StrictDomBuilder {
     return true;
   }
   bool start_array(std::size_t /*elements*/) {
+    check_depth();
     stack_.push_back(place(Json(Json::value_t::array)));
     return true;
   }
@@ -106,6 +77,14 @@ class StrictDomBuilder {
   }
 
  private:
+  // nlohmann's SAX parser is iterative; this check bounds the DOM (and so every later recursive
+  // walk of it) before the container is opened.
+  void check_depth() const {
+    if (static_cast<int>(stack_.size()) >= max_depth_) {
+      throw StrictViolation{"nesting deeper than " + std::to_string(max_depth_) + " levels"};
+    }
+  }
+
   // Stores a finished value at the current position. Pointers on the stack stay valid: a
   // container only grows while none of its children is open.
   Json* place(Json&& v) {
@@ -127,20 +106,21 @@ class StrictDomBuilder {
     return true;
   }
 
+  int max_depth_;
   std::vector<Json*> stack_;
   Json* member_ = nullptr;
 };
 
 // A fast path for the common case, tried before the SAX builder. It accepts only a conservative
 // subset of what the strict parser accepts (ASCII-escaped strings without \u, integers of at most
-// 15 digits, no BOM, nesting up to 512) and builds the same DOM with the same number types
+// 15 digits, no BOM, nesting within the caller's limit) and builds the same DOM with the same number types
 // (non-negative -> unsigned, negative -> integer, as nlohmann's lexer does). Anything else, valid
 // or not, makes it give up, and the SAX builder then decides: so every error, its code and message
 // come from the one reference path. The input has already been checked for UTF-8 and NUL bytes.
 class FastStrictParser {
  public:
-  explicit FastStrictParser(std::string_view text)
-      : p_(text.data()), end_(text.data() + text.size()) {}
+  FastStrictParser(std::string_view text, int max_depth)
+      : p_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth) {}
 
   bool parse(Json* out) {
     skip_ws();
@@ -150,8 +130,6 @@ class FastStrictParser {
   }
 
  private:
-  static constexpr int kMaxDepth = 512;
-
   void skip_ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
@@ -223,7 +201,7 @@ class FastStrictParser {
     if (p_ == end_) return false;
     switch (*p_) {
       case '{': {
-        if (depth >= kMaxDepth) return false;
+        if (depth >= max_depth_) return false;  // the reference path words it
         ++p_;
         *out = Json(Json::value_t::object);
         auto& members = out->get_ref<Json::object_t&>();
@@ -255,7 +233,7 @@ class FastStrictParser {
         }
       }
       case '[': {
-        if (depth >= kMaxDepth) return false;
+        if (depth >= max_depth_) return false;  // the reference path words it
         ++p_;
         *out = Json(Json::value_t::array);
         auto& items = out->get_ref<Json::array_t&>();
@@ -301,17 +279,18 @@ class FastStrictParser {
 
   const char* p_;
   const char* end_;
+  int max_depth_;
 };
 
 }  // namespace
 
 Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
-                               const std::string& error_code) {
+                               const std::string& error_code, int max_depth) {
   if (text.size() > max_bytes) {
     return make_error(error_code, "request is " + std::to_string(text.size()) +
                                       " bytes; the limit is " + std::to_string(max_bytes));
   }
-  if (!valid_utf8(text)) return make_error(error_code, "request is not valid UTF-8");
+  if (!is_valid_utf8(text)) return make_error(error_code, "request is not valid UTF-8");
   // nlohmann's lexer stops at a NUL byte as if the input ended there, which would let trailing
   // data through; a raw NUL is never valid JSON (inside strings it must be escaped).
   if (text.find('\0') != std::string_view::npos) {
@@ -319,9 +298,9 @@ Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
   }
   {
     Json fast;
-    if (FastStrictParser(text).parse(&fast)) return fast;
+    if (FastStrictParser(text, max_depth).parse(&fast)) return fast;
   }
-  StrictDomBuilder builder;
+  StrictDomBuilder builder(max_depth);
   try {
     if (!Json::sax_parse(text.begin(), text.end(), &builder, Json::input_format_t::json,
                          /*strict=*/true, /*ignore_comments=*/false)) {
@@ -338,7 +317,25 @@ Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
 }
 
 std::string dump_json(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::strict);
+  // The replace handler is the last line of defence: it cannot throw on bad UTF-8, so a response
+  // with a broken string is still one JSON object (messages are valid by construction anyway).
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+int json_depth(const Json& value, int stop_at) {
+  if (!value.is_structured()) return 0;
+  int deepest = 0;
+  std::vector<std::pair<const Json*, int>> stack{{&value, 1}};
+  while (!stack.empty()) {
+    auto [v, d] = stack.back();
+    stack.pop_back();
+    if (d > deepest) deepest = d;
+    if (deepest > stop_at) return deepest;
+    for (const auto& child : *v) {
+      if (child.is_structured()) stack.emplace_back(&child, d + 1);
+    }
+  }
+  return deepest;
 }
 
 bool is_lower_hex(std::string_view s, std::size_t length) {
@@ -372,10 +369,15 @@ bool JsonFields::has(std::string_view key) const { return find(key) != nullptr; 
 
 Status JsonFields::only(std::initializer_list<std::string_view> allowed) const {
   if (!obj_.is_object()) return fail("must be a JSON object");
-  for (const auto& [k, v] : obj_.items()) {
+  for (auto it = obj_.begin(); it != obj_.end(); ++it) {
     bool known = false;
-    for (auto a : allowed) known = known || (a == k);
-    if (!known) return fail("unknown field \"" + k.substr(0, 64) + "\"");
+    for (auto a : allowed) known = known || (a == it.key());
+    if (known) continue;
+    // The unknown name is request content: never echoed. The allowed names are ours.
+    std::string names;
+    for (auto a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+    return fail(allowed.size() == 0 ? "has an unknown field (no fields are allowed)"
+                                    : "has an unknown field (allowed: " + names + ")");
   }
   return {};
 }

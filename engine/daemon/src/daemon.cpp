@@ -382,7 +382,8 @@ Result<Json> daemon_call(const std::string& socket_path, std::string_view reques
     return make_error("daemon-protocol", sent ? "the daemon closed without answering"
                                               : "the daemon closed the connection");
   }
-  auto parsed = parse_json_strict(answer, 64 * 1024 * 1024, "daemon-protocol");
+  // A response wraps a receipt (itself within kMaxJsonDepth) one level deeper.
+  auto parsed = parse_json_strict(answer, 64 * 1024 * 1024, "daemon-protocol", kMaxResponseJsonDepth);
   if (!parsed.ok() || !parsed->is_object() || !parsed->contains("ok")) {
     return make_error("daemon-protocol", "the daemon's answer is not a JSON response object");
   }

@@ -724,7 +724,6 @@ long window_pid(::Display* dpy, Window w) {
   return pid;
 }
 
-std::string command_name(const std::string& argv0) { return argv0.substr(0, 200); }
 
 }  // namespace
 
@@ -752,7 +751,8 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   }
   auto exe = resolve_executable(argv[0], path_env());
   if (!exe.ok()) {
-    return make_error("app-launch-failed", "cannot launch '" + command_name(argv[0]) + "': " +
+    // The command is request content: never echoed (docs/errors.md).
+    return make_error("app-launch-failed", "cannot launch the command (argv[0]): " +
                                                exe.error().message);
   }
 
@@ -804,7 +804,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   auto child = spawner_.spawn(spec);
   if (!child.ok()) {
     return make_error("app-launch-failed",
-                      "cannot launch '" + command_name(argv[0]) + "': " + child.error().message);
+                      "cannot launch the command (argv[0]): " + child.error().message);
   }
   app->child = std::move(*child);
   app->info.pid = app->child->pid();
@@ -821,8 +821,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     apps_.erase(app->info.app_id);
   };
   auto exited_error = [&](int status) {
-    return make_error("app-exited", "'" + command_name(argv[0]) +
-                                        "' exited at once with status " + std::to_string(status) +
+    return make_error("app-exited", "the app exited at once with status " + std::to_string(status) +
                                         " (its output is in " + app->info.log_path + ")");
   };
 

@@ -73,6 +73,11 @@ bool valid_utf8(std::string_view s) {
   return utf8_to_utf16(s, &scratch);
 }
 
+Error too_deep() {
+  return make_error("receipt-noncanonical",
+                    "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+}
+
 // Bytes copied as is inside a JCS string (everything but controls, '"' and '\\').
 constexpr auto kPlain = [] {
   std::array<bool, 256> t{};
@@ -123,7 +128,9 @@ void append_string(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
-Status append(const Json& v, std::string* out) {
+// Recursion is bounded by kMaxJsonDepth (every value evident canonicalizes came through the
+// strict parser, which enforces the same limit; a value built in process is checked here).
+Status append(const Json& v, std::string* out, int depth) {
   switch (v.type()) {
     case Json::value_t::null: out->append("null"); return {};
     case Json::value_t::boolean: out->append(v.get<bool>() ? "true" : "false"); return {};
@@ -152,17 +159,19 @@ Status append(const Json& v, std::string* out) {
       return {};
     }
     case Json::value_t::array: {
+      if (depth >= kMaxJsonDepth) return too_deep();
       out->push_back('[');
       bool first = true;
       for (const auto& e : v) {
         if (!first) out->push_back(',');
         first = false;
-        EVIDENT_TRY(append(e, out));
+        EVIDENT_TRY(append(e, out, depth + 1));
       }
       out->push_back(']');
       return {};
     }
     case Json::value_t::object: {
+      if (depth >= kMaxJsonDepth) return too_deep();
       // RFC 8785 §3.2.3: sort by UTF-16 code units. nlohmann's std::map orders by UTF-8 bytes
       // (= code points), which differs only when a key holds a byte >= 0xEE (U+E000..U+FFFF
       // or a non-BMP character); only then are the keys converted and re-sorted.
@@ -182,7 +191,7 @@ Status append(const Json& v, std::string* out) {
         first = false;
         append_string(k, out);
         out->push_back(':');
-        return append(value, out);
+        return append(value, out, depth + 1);
       };
       if (!needs_utf16) {
         for (auto it = v.begin(); it != v.end(); ++it) EVIDENT_TRY(member(it.key(), it.value()));
@@ -216,7 +225,7 @@ Status append(const Json& v, std::string* out) {
 Result<std::string> canonicalize(const Json& value) {
   std::string out;
   out.reserve(256);
-  EVIDENT_TRY(append(value, &out));
+  EVIDENT_TRY(append(value, &out, 0));
   return out;
 }
 

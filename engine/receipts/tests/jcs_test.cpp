@@ -116,3 +116,36 @@ TEST(Jcs, AgreesWithNpmCanonicalize) {
 
 }  // namespace
 }  // namespace evident
+
+namespace evident {
+namespace {
+
+// Issue #9 item 2: the JCS writer recursed without a bound (a finish with claims ~30,000 levels
+// deep overflowed the daemon's stack). It is bounded by kMaxJsonDepth with a stable error.
+TEST(Jcs, NestingIsBoundedWithAStableError) {
+  auto make = [](int depth) {
+    Json v = Json::object();
+    Json* p = &v;
+    for (int i = 1; i < depth; ++i) p = &((*p)["k"] = Json::object());
+    return v;
+  };
+  auto at = canonicalize(make(kMaxJsonDepth));
+  ASSERT_TRUE(at.ok()) << at.error().message;
+  auto over = canonicalize(make(kMaxJsonDepth + 1));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "receipt-noncanonical");
+  EXPECT_EQ(over.error().message, "nesting deeper than 64 levels");
+  auto deep = domain_digest(kDomainClaims, make(100000));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.error().code, "receipt-noncanonical");
+  Json arrays = Json::array();
+  Json* p = &arrays;
+  for (int i = 0; i < 100000; ++i) {
+    p->push_back(Json::array());
+    p = &p->back();
+  }
+  EXPECT_FALSE(canonicalize(arrays).ok());
+}
+
+}  // namespace
+}  // namespace evident

@@ -15,7 +15,9 @@
 namespace evident {
 namespace {
 
-// The previous implementation of parse_json_strict, kept verbatim as the oracle.
+// The previous implementation of parse_json_strict, kept as the oracle: verbatim except for the
+// two rules added since (issue #9): the nesting limit as containers open, and a duplicate-key
+// message that does not echo the key.
 struct Violation {
   std::string message;
 };
@@ -55,14 +57,20 @@ Result<Json> oracle(std::string_view text, std::size_t max_bytes, const std::str
     return make_error(code, "request contains a NUL byte");
   }
   std::vector<std::set<std::string>> keys;
-  auto cb = [&keys](int, Json::parse_event_t event, Json& parsed) -> bool {
+  int open = 0;
+  auto cb = [&keys, &open](int, Json::parse_event_t event, Json& parsed) -> bool {
     switch (event) {
-      case Json::parse_event_t::object_start: keys.emplace_back(); break;
-      case Json::parse_event_t::object_end: if (!keys.empty()) keys.pop_back(); break;
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (++open > kMaxJsonDepth) throw Violation{"nesting deeper than 64 levels"};
+        if (event == Json::parse_event_t::object_start) keys.emplace_back();
+        break;
+      case Json::parse_event_t::array_end: --open; break;
+      case Json::parse_event_t::object_end: --open; if (!keys.empty()) keys.pop_back(); break;
       case Json::parse_event_t::key: {
         const auto& k = parsed.get_ref<const std::string&>();
         if (!keys.empty() && !keys.back().insert(k).second) {
-          throw Violation{"duplicate key \"" + k.substr(0, 64) + "\""};
+          throw Violation{"duplicate object key"};
         }
         break;
       }
@@ -147,6 +155,9 @@ TEST(StrictJsonDiff, EdgeCases) {
   expect_same(std::string(600, '[') + std::string(600, ']'));
   expect_same(std::string(513, '[') + std::string(513, ']'));
   expect_same(std::string(600, '[') + std::string(599, ']'));
+  expect_same(std::string(64, '[') + std::string(64, ']'));
+  expect_same(std::string(65, '[') + std::string(65, ']'));
+  expect_same(std::string(64, '[') + "\"\\u0041\"" + std::string(64, ']'));
   expect_same("{\"a\":1}", 3);  // size limit
 }
 

@@ -471,3 +471,71 @@ TEST(Verify, PythonCommandLineMatchesCppOutput) {
 
 }  // namespace
 }  // namespace evident
+
+namespace evident {
+namespace {
+
+// Issue #9 item 2: the C++ verifier crashed on claims ~28,000 levels deep and the Python one
+// answered receipt-json from ~990 levels while C++ accepted. One limit now (kMaxJsonDepth, the
+// receipt document's depth): every receipt whose claims the engine can accept (<= 63 levels of
+// their own, at level 2) verifies in both; anything deeper is receipt-json in both, no crash.
+TEST(Verify, DeepClaimsAgreeAtTheOneDepthLimit) {
+  TempDir tmp;
+  const std::string name = "three-actions";
+  const Json golden = read_json(golden_dir(name) + "/receipt.json");
+  auto nested_text = [](int depth) {
+    std::string open, close;
+    for (int i = 0; i < depth; ++i) {
+      open += "{\"k\":";
+      close += "}";
+    }
+    return open.substr(0, open.size() - 5) + "{}" + close.substr(1);  // innermost is {}
+  };
+  std::vector<Job> jobs;
+  std::vector<std::string> want_error;  // "" = verifies ok
+  for (int depth : {1, 2, 32, 62, 63}) {
+    Json claims = *parse_json_strict(nested_text(depth), 1 << 20, "t");
+    ASSERT_EQ(json_depth(claims), depth);
+    // Re-sealed, as the engine would have sealed these claims.
+    Json r = golden;
+    r["claims"] = claims;
+    r["claims_sha256"] = *domain_digest(kDomainClaims, claims);
+    for (auto& e : r["transcript"]) {
+      if (e["kind"] == "claims") e["claims_sha256"] = r["claims_sha256"];
+    }
+    r["transcript_sha256"] = *domain_digest(kDomainTranscript, r["transcript"]);
+    r.erase("receipt_id");
+    r["receipt_id"] = "ecr-" + *domain_digest(kDomainReceipt, r);
+    ASSERT_EQ(json_depth(r), std::max(3, depth + 1));  // the transcript is 3 deep
+    const std::string path = tmp.path() + "/claims-" + std::to_string(depth) + ".json";
+    write_text(path, dump_json(r));
+    jobs.push_back({path, VerifyOptions{}, "claims depth " + std::to_string(depth)});
+    want_error.push_back("");
+  }
+  Json placeholder = golden;
+  placeholder["claims"] = "@@CLAIMS@@";
+  const std::string text = dump_json(placeholder);
+  const std::size_t at = text.find("\"@@CLAIMS@@\"");
+  ASSERT_NE(at, std::string::npos);
+  for (int depth : {64, 65, 990, 1000, 8000, 28000, 100000}) {
+    std::string bytes = text.substr(0, at) + nested_text(depth) + text.substr(at + 12);
+    const std::string path = tmp.path() + "/deep-" + std::to_string(depth) + ".json";
+    write_text(path, bytes);
+    jobs.push_back({path, VerifyOptions{}, "claims depth " + std::to_string(depth)});
+    want_error.push_back("receipt-json");
+  }
+  auto py = run_python(jobs);
+  ASSERT_EQ(py.size(), jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE(jobs[i].label);
+    Outcome c = run_cpp(jobs[i]);
+    EXPECT_EQ(c.error, want_error[i]);
+    EXPECT_EQ(py[i].error, want_error[i]);
+    EXPECT_EQ(c.ok, want_error[i].empty()) << join(c.failed);
+    EXPECT_EQ(py[i].ok, want_error[i].empty()) << join(py[i].failed);
+    EXPECT_EQ(c.failed, py[i].failed);
+  }
+}
+
+}  // namespace
+}  // namespace evident

@@ -177,7 +177,12 @@ void Engine::Impl::register_ops() {
     }
     if (!frame.ok()) return frame.error();
     if (auto st = write_file_atomic(*out, frame->bytes, 0600); !st.ok()) {
-      return make_error("screenshot-write-failed", st.error().message);
+      // The message of a file error names the path, which is request content here.
+      const std::string& m = st.error().message;
+      const auto colon = m.rfind(": ");
+      return make_error("screenshot-write-failed",
+                        "cannot write the PNG to the path in field \"out\"" +
+                            (colon == std::string::npos ? std::string() : m.substr(colon)));
     }
     return Json{{"png", {{"path", *out}, {"sha256", frame->sha256},
                          {"byte_length", frame->bytes.size()}, {"width", frame->width},

@@ -17,18 +17,35 @@ using Json = nlohmann::json;
 
 inline constexpr std::int64_t kMaxSafeInteger = 9007199254740991;  // 2^53 - 1
 
+// The nesting limit of every JSON document evident parses from outside: requests (the envelope,
+// a session request, a `cu actions` request) and receipts. Depth counts open containers: a
+// scalar is depth 0, `{}` and `[]` depth 1, `{"a":[1]}` depth 2. A claims object sits at level 2
+// of the finish request, so claims have at most 63 levels of their own and the receipt that
+// carries them (claims at level 2 again) stays within the same limit. docs/reliability.md.
+inline constexpr int kMaxJsonDepth = 64;
+// Responses the CLI reads from the daemon wrap a receipt one level deeper than the receipt.
+inline constexpr int kMaxResponseJsonDepth = 2 * kMaxJsonDepth;
+
 // Parses exactly one JSON value from `text`. Refuses, with `error_code` and a message
 // naming the problem (never echoing the input): more than `max_bytes`, invalid UTF-8,
-// syntax errors, trailing data, duplicate object keys at any depth, floats, and integers
-// outside ±(2^53−1).
+// syntax errors, trailing data, duplicate object keys at any depth, floats, integers
+// outside ±(2^53−1), and nesting deeper than `max_depth` (checked as each container opens, so
+// the parser never recurses past it).
 Result<Json> parse_json_strict(std::string_view text, std::size_t max_bytes,
-                               const std::string& error_code);
+                               const std::string& error_code, int max_depth = kMaxJsonDepth);
 
-// Serialises compactly (UTF-8 kept as is). Never throws on valid UTF-8 strings.
+// Depth of `value` as defined for kMaxJsonDepth, computed without recursion; stops counting at
+// `stop_at` + 1 (so a caller that only compares against a limit does bounded work per level).
+int json_depth(const Json& value, int stop_at = kMaxJsonDepth);
+
+// Serialises compactly (UTF-8 kept as is). Never throws: a string that is not valid UTF-8 (which
+// no parsed value holds) is written with U+FFFD in place of the bad bytes. Values are bounded by
+// the parse depth, so the serializer's recursion is too.
 std::string dump_json(const Json& value);
 
 // Field checking for request objects. Every helper returns `error_code` with a message that
-// names the field (field names are not secret; values are never echoed).
+// names the field only when it is one of ours (the key the caller asked for, or the allowed set);
+// a field name taken from the request is never echoed, nor is any value.
 class JsonFields {
  public:
   JsonFields(const Json& object, std::string error_code, std::string context = "request");

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "evident/core/utf8.h"
+
 namespace evident {
 
 struct Error {
@@ -16,8 +18,10 @@ struct Error {
   bool retryable = false;
 };
 
+// The message is made valid UTF-8 here (utf8_sanitized), so every Error message is valid UTF-8
+// by construction, whatever pieces it was assembled from (a cut at a byte limit, OS text).
 inline Error make_error(std::string code, std::string message, bool retryable = false) {
-  return Error{std::move(code), std::move(message), retryable};
+  return Error{std::move(code), utf8_sanitized(std::move(message)), retryable};
 }
 
 // Result<T>: either a T or an Error. Result<void>: success or an Error.

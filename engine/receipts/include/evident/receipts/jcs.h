@@ -20,7 +20,8 @@ inline constexpr std::string_view kDomainActionProjection = "evident/action-proj
 
 // JCS bytes of `value`: keys sorted by UTF-16 code units, no whitespace, minimal string
 // escapes, integers in shortest decimal. Error "receipt-noncanonical" for floats, integers
-// outside ±(2^53−1), invalid UTF-8, binary or discarded values.
+// outside ±(2^53−1), invalid UTF-8, binary or discarded values, and nesting deeper than
+// kMaxJsonDepth (the parse limit; the writer's recursion is bounded by it).
 Result<std::string> canonicalize(const Json& value);
 
 // H over bytes that already are JCS(value): lowercase hex SHA-256 of domain, 0x00, bytes.

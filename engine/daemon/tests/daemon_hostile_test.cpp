@@ -1,0 +1,179 @@
+// A real `evident daemon` on a real socket, fed hostile requests (issue #9 items 1 and 2): field
+// names cut inside a UTF-8 character, duplicate keys, nesting far beyond the limit, through the
+// envelope, the session request and the `cu actions` request. Every answer is one strict JSON
+// object (valid UTF-8) with a stable code whose message echoes nothing of the request, and the
+// daemon serves the next request. On main before the fix the 90-byte request killed the daemon.
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "evident/core/json.h"
+#include "evident/testing/daemon.h"
+#include "evident/testing/files.h"
+#include "evident/testing/process.h"
+
+namespace evident {
+namespace {
+
+// 63 ASCII bytes and an "é": 65 bytes; a cut at 64 bytes lands inside the é.
+const std::string kKey = std::string(63, 'a') + "\xC3\xA9";
+
+class DaemonHostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_ = std::make_unique<testing::EvidentDaemon>(tmp_.path());
+    ASSERT_TRUE(daemon_->start()) << testing::slurp(daemon_->log_path());
+  }
+
+  // Sends `bytes`; the answer must be one strict JSON object (strict = valid UTF-8 too).
+  Json send(const std::string& bytes) {
+    const std::string answer = testing::raw_daemon_request(daemon_->socket(), bytes);
+    auto parsed = parse_json_strict(answer, 64 << 20, "answer", kMaxResponseJsonDepth);
+    EXPECT_TRUE(parsed.ok()) << "answer is not strict JSON (" << answer.size() << " bytes)";
+    return parsed.ok() ? *parsed : Json();
+  }
+
+  // A refusal with `code` whose message never echoes the hostile key (nor a cut of it).
+  void expect_refused(const std::string& bytes, const std::string& code, const std::string& what) {
+    SCOPED_TRACE(what);
+    Json r = send(bytes);
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.value("ok", true), false);
+    EXPECT_EQ(r["error"].value("code", ""), code);
+    const std::string message = r["error"].value("message", "");
+    EXPECT_FALSE(message.empty());
+    EXPECT_EQ(message.find("aaaa"), std::string::npos) << message;
+    EXPECT_TRUE(is_valid_utf8(message));
+    expect_alive();
+  }
+
+  void expect_alive() {
+    ASSERT_EQ(::kill(daemon_->pid(), 0), 0) << "the daemon died";
+    Json pong = send(R"({"op":"ping","args":{}})");
+    EXPECT_EQ(pong.value("ok", false), true) << pong.dump();
+  }
+
+  static std::string envelope(const std::string& op, const Json& args) {
+    return dump_json(Json{{"op", op}, {"args", args}});
+  }
+  static std::string session(const std::string& request_text) {
+    return envelope("session", Json{{"request", request_text}});
+  }
+  // `depth` nested objects {"k":{"k":...{}}} as text.
+  static std::string nested(int depth) {
+    std::string s;
+    s.reserve(static_cast<std::size_t>(depth) * 6);
+    for (int i = 1; i < depth; ++i) s += "{\"k\":";
+    s += "{}";
+    for (int i = 1; i < depth; ++i) s += "}";
+    return s;
+  }
+
+  testing::TempDir tmp_;
+  std::unique_ptr<testing::EvidentDaemon> daemon_;
+};
+
+TEST_F(DaemonHostileTest, CutUtf8FieldNamesThroughTheEnvelopeAndSession) {
+  // The issue's example (92 bytes): it killed the daemon on main.
+  expect_refused("{\"op\":\"ping\",\"args\":{\"" + kKey + "\":1}}", "request-args",
+                 "unknown args field");
+  expect_refused("{\"op\":\"ping\",\"" + kKey + "\":1}", "request-args", "unknown envelope field");
+  expect_refused("{\"op\":\"ping\",\"args\":{\"" + kKey + "\":1,\"" + kKey + "\":2}}",
+                 "request-json", "duplicate args field");
+  expect_refused("{\"" + kKey + "\":1,\"" + kKey + "\":\"\\u0041\"}", "request-json",
+                 "duplicate envelope field (SAX path)");
+  // The session request (its own strict parse and field check).
+  expect_refused(session("{\"op\":\"status\",\"session_id\":\"ses-x\",\"" + kKey + "\":1}"),
+                 "session-command", "unknown session field");
+  expect_refused(session("{\"op\":\"status\",\"" + kKey + "\":1,\"" + kKey + "\":1}"),
+                 "session-json", "duplicate session field");
+  expect_refused(session("{\"op\":\"begin\",\"display_id\":0,\"generation\":\"g\",\"app_id\":\"a\","
+                         "\"attempt_id\":\"x\",\"job_sha256\":\"" + std::string(64, '0') +
+                         "\",\"" + kKey + "\":1}"),
+                 "session-command", "unknown begin field");
+}
+
+TEST_F(DaemonHostileTest, CutUtf8FieldNamesThroughCuActions) {
+  Json created = send(R"({"op":"display.create","args":{"width":320,"height":240}})");
+  ASSERT_EQ(created.value("ok", false), true) << created.dump();
+  const Json id = created["display"]["id"];
+  const Json gen = created["display"]["generation"];
+  auto cu = [&](const std::string& request_text) {
+    return "{\"op\":\"cu.actions\",\"args\":{\"display_id\":" + id.dump() +
+           ",\"generation\":" + gen.dump() + ",\"request\":" + request_text + "}}";
+  };
+  expect_refused(cu("{\"actions\":[{\"type\":\"wait\",\"ms\":1}],\"" + kKey + "\":1}"),
+                 "actions-request", "unknown batch field");
+  expect_refused(cu("{\"actions\":[{\"type\":\"wait\",\"ms\":1,\"" + kKey + "\":1}]}"),
+                 "action-invalid", "unknown action field");
+  expect_refused(cu("{\"actions\":[{\"type\":\"wait\",\"" + kKey + "\":1,\"" + kKey + "\":1}]}"),
+                 "request-json", "duplicate action field");
+  // The display is untouched and still usable.
+  Json ok = send(cu(R"({"actions":[{"type":"wait","ms":1}],"observe":"none"})"));
+  EXPECT_EQ(ok.value("ok", false), true) << ok.dump();
+}
+
+// Contract §12: 64 levels at most, refused by the parser before it recurses; the issue's
+// ~30,000-level claims (60 KB, under the 96 KiB session limit) crashed the daemon in JCS.
+TEST_F(DaemonHostileTest, DeepNestingIsRefusedEverywhere) {
+  const std::string digest(64, '0');
+  auto finish = [&](const std::string& claims_text) {
+    return session("{\"op\":\"finish\",\"session_id\":\"ses-00000000000000000000000000000000\","
+                   "\"sequence\":3,\"observation_sha256\":\"" + digest + "\",\"claims\":" +
+                   claims_text + "}");
+  };
+  // The issue's claims: ~30,000 levels of arrays in ~60 KB, under the 96 KiB session limit.
+  const std::string deep_claims =
+      "{\"k\":" + std::string(30000, '[') + std::string(30000, ']') + "}";
+  ASSERT_LT(deep_claims.size(), 98304u - 200);
+  expect_refused(finish(deep_claims), "session-json", "claims 30,000 deep");
+  expect_refused(finish(nested(10000)), "session-json", "claims objects 10,000 deep");
+  expect_refused(finish(nested(64)), "session-json", "claims 64 deep (request depth 65)");
+  // 63 levels of claims are within the limit: parsed, then judged against live state.
+  expect_refused(finish(nested(63)), "session-not-found", "claims 63 deep");
+  expect_refused("{\"op\":\"ping\",\"args\":" + nested(30000) + "}", "request-json",
+                 "envelope 30,000 deep");
+  expect_refused("{\"op\":\"ping\",\"args\":" + std::string(30000, '[') + std::string(30000, ']') + "}",
+                 "request-json", "envelope arrays 30,000 deep");
+  expect_refused("{\"op\":\"ping\",\"args\":" + nested(64) + "}", "request-json", "envelope 65 deep");
+}
+
+// Issue #9 item 7: the CLI aborted (exit 134, no JSON) on invalid UTF-8 in any argument.
+TEST_F(DaemonHostileTest, CliRefusesInvalidUtf8ArgumentsCleanly) {
+  const std::string cli = testing::evident_cli_path() + " --socket " +
+                          testing::shell_quote(daemon_->socket());
+  struct Case {
+    std::string args;
+    int exit_status;
+    std::string code;
+  };
+  const std::string file = tmp_.path() + "/bad-request.json";
+  testing::write_text(file, "{\"op\":\"status\",\"session_id\":\"ses-\xff\"}");
+  const std::vector<Case> cases = {
+      {"display destroy 0 " + testing::shell_quote("gen-\xff"), 2, "usage"},
+      {"session --request " + testing::shell_quote("{\"op\":\"status\",\"session_id\":\"\xff\"}"), 2,
+       "usage"},
+      {"app launch 0 gen-x -- " + testing::shell_quote("\xfe"), 2, "usage"},
+      {"cu actions 0 gen-x --request " + testing::shell_quote("{\"actions\":[\"\xc3\"]}"), 2, "usage"},
+      {"session --request @" + testing::shell_quote(file), 1, "session-json"},
+      {"cu actions 0 gen-x --request @" + testing::shell_quote(file), 1, "request-json"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    for (bool json : {true, false}) {
+      auto r = testing::run_command(cli + (json ? " --json " : " ") + c.args + " 2>/dev/null");
+      EXPECT_EQ(r.exit_status, c.exit_status) << r.out;
+      if (!json) continue;
+      auto parsed = parse_json_strict(r.out, 1 << 20, "out");
+      ASSERT_TRUE(parsed.ok()) << r.out;
+      EXPECT_EQ((*parsed)["error"].value("code", ""), c.code);
+    }
+  }
+  expect_alive();
+}
+
+}  // namespace
+}  // namespace evident
