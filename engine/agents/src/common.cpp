@@ -124,7 +124,7 @@ Result<ParsedTurn> TurnBuilder::finish() {
       return response_error(adapter_ + " response: call " + std::to_string(i) + " maps to no action");
     }
     for (const Json& a : c.actions) {
-      const std::string type = a.value("type", "");
+      const std::string type = get_string(a, "type").value_or("");
       if (type == "paste" || type == "mouse_down" || type == "mouse_up") {
         return forbidden_action(adapter_ + " response: call " + std::to_string(i) + ": " + type +
                                 " is not allowed in a task");
