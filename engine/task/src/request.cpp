@@ -65,8 +65,8 @@ Result<TaskRequest> parse_task_request(std::string_view raw) {
                                 "policy", "prior_receipt_id"}, "task request"));
     std::string mode;
     if (!take(f.string("mode"), &mode, &err)) return err;
-    if (mode == "stage") req.mode = agents::TaskMode::kStage;
-    else if (mode == "attest") req.mode = agents::TaskMode::kAttest;
+    if (mode == "stage") req.mode = TaskMode::kStage;
+    else if (mode == "attest") req.mode = TaskMode::kAttest;
     else return make_error(kCommand, "task request: field \"mode\" must be stage or attest");
     if (!take(f.integer("display_id", 0, kMaxSafeInteger), &req.display_id, &err)) return err;
     if (!take(f.string("generation", 0, 256), &req.generation, &err)) return err;
@@ -85,10 +85,10 @@ Result<TaskRequest> parse_task_request(std::string_view raw) {
                                                 "(docs/agents.md lists them)");
     }
     const bool has_prior = f.has("prior_receipt_id");
-    if (req.mode == agents::TaskMode::kStage && has_prior) {
+    if (req.mode == TaskMode::kStage && has_prior) {
       return make_error("task-lineage-invalid", "task request: a stage task has no prior receipt");
     }
-    if (req.mode == agents::TaskMode::kAttest) {
+    if (req.mode == TaskMode::kAttest) {
       if (!has_prior) return make_error("task-lineage-invalid", "task request: an attest task needs prior_receipt_id");
       auto prior = f.string("prior_receipt_id", 0, 256);
       if (!prior) return make_error("task-lineage-invalid", "task request: prior_receipt_id must be a string");

@@ -18,13 +18,13 @@ TEST(TaskRequest, ParsesEveryOp) {
   auto b = parse_task_request(begin_req());
   ASSERT_TRUE(b.ok()) << b.error().message;
   EXPECT_EQ(b->op, TaskOp::kBegin);
-  EXPECT_EQ(b->mode, agents::TaskMode::kStage);
+  EXPECT_EQ(b->mode, TaskMode::kStage);
   EXPECT_EQ(b->display_id, 3);
   EXPECT_EQ(b->policy.adapter, "anthropic-computer-20250124");
   EXPECT_EQ(b->policy.model, "claude-x");
   auto a = parse_task_request(begin_req(R"(,"prior_receipt_id":"etr-)" + kHex + "\"", "attest"));
   ASSERT_TRUE(a.ok()) << a.error().message;
-  EXPECT_EQ(a->mode, agents::TaskMode::kAttest);
+  EXPECT_EQ(a->mode, TaskMode::kAttest);
   EXPECT_EQ(a->prior_receipt_id, "etr-" + kHex);
   auto t = parse_task_request(R"({"op":"turn","task_id":"tsk-1","sequence":4,"response":{"type":"message","content":[]}})");
   ASSERT_TRUE(t.ok());

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "evident/agents/adapter.h"
-#include "evident/agents/budget.h"
+#include "evident/task/budget.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 
@@ -30,7 +30,7 @@ struct TaskPolicy {
 struct TaskRequest {
   TaskOp op = TaskOp::kStatus;
   // begin
-  agents::TaskMode mode = agents::TaskMode::kStage;
+  TaskMode mode = TaskMode::kStage;
   std::int64_t display_id = 0;
   std::string generation;
   std::string app_id;

@@ -1,6 +1,6 @@
-#include "evident/agents/budget.h"
+#include "evident/task/budget.h"
 
-namespace evident::agents {
+namespace evident::task {
 
 const char* to_string(TaskMode mode) { return mode == TaskMode::kStage ? "stage" : "attest"; }
 
@@ -35,7 +35,7 @@ std::int64_t TaskBudget::deadline_ms_left(std::int64_t now_ms) const {
   return left > 0 ? left : 0;
 }
 
-Status TaskBudget::admit(const ParsedTurn& turn, std::int64_t now_ms) const {
+Status TaskBudget::admit(const agents::ParsedTurn& turn, std::int64_t now_ms) const {
   if (expired(now_ms)) {
     return make_error("task-deadline", std::string("the task's ") + std::to_string(limits_.deadline_ms / 1000) +
                                            " s deadline has passed");
@@ -44,7 +44,7 @@ Status TaskBudget::admit(const ParsedTurn& turn, std::int64_t now_ms) const {
     return make_error("task-turn-limit", "the task has used all of its " + std::to_string(limits_.max_turns) + " turns");
   }
   bool only_looks = true;  // attest: screenshot and zoom calls only (contract §8)
-  for (const MappedCall& c : turn.calls) {
+  for (const agents::MappedCall& c : turn.calls) {
     for (const Action& a : c.parsed) {
       only_looks = only_looks && (a.type == ActionType::kScreenshot || a.type == ActionType::kZoom);
     }
@@ -61,10 +61,10 @@ Status TaskBudget::admit(const ParsedTurn& turn, std::int64_t now_ms) const {
   return ok_status();
 }
 
-void TaskBudget::record(const ParsedTurn& turn) {
+void TaskBudget::record(const agents::ParsedTurn& turn) {
   ++turns_;
   actions_ += turn.action_count();
   calls_ += turn.calls.size();
 }
 
-}  // namespace evident::agents
+}  // namespace evident::task

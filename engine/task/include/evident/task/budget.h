@@ -9,8 +9,11 @@
 #include "evident/agents/adapter.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/session/request.h"
 
-namespace evident::agents {
+namespace evident::task {
+
+using agents::ParsedTurn;
 
 enum class TaskMode { kStage, kAttest };
 const char* to_string(TaskMode mode);  // "stage" | "attest"
@@ -19,7 +22,7 @@ struct TaskLimits {
   int max_turns = 0;
   std::int64_t deadline_ms = 0;  // from begin's admission
   bool input_sealed = false;     // attest: screenshot/zoom calls only
-  std::size_t max_actions_per_turn = kMaxActionsPerTurn;
+  std::size_t max_actions_per_turn = agents::kMaxActionsPerTurn;
   std::size_t max_actions = 0;
   // {"max_turns","deadline_ms","input_sealed","max_actions_per_turn","max_actions"} (the receipt's
   // "limits").
@@ -30,7 +33,8 @@ inline constexpr int kStageMaxTurns = 12;
 inline constexpr std::int64_t kStageDeadlineMs = 180'000;
 inline constexpr int kAttestMaxTurns = 2;
 inline constexpr std::int64_t kAttestDeadlineMs = 45'000;
-inline constexpr std::size_t kMaxActionsPerTask = 64;
+// A task is a session: the same 64 actions in all (contract §5, §8).
+inline constexpr std::size_t kMaxActionsPerTask = static_cast<std::size_t>(kMaxSessionActions);
 
 TaskLimits limits_for(TaskMode mode);
 
@@ -65,4 +69,4 @@ class TaskBudget {
   std::size_t calls_ = 0;
 };
 
-}  // namespace evident::agents
+}  // namespace evident::task

@@ -1,9 +1,10 @@
 // Task limits: times are explicit monotonic milliseconds, so expiry is tested without waiting.
 #include <gtest/gtest.h>
 
-#include "evident/agents/budget.h"
+#include "evident/task/budget.h"
 
-namespace evident::agents {
+namespace evident::task {
+using namespace agents;
 namespace {
 
 ParsedTurn turn(std::string_view adapter, std::string_view response) {
@@ -86,4 +87,4 @@ TEST(Budget, AttestSealsInputAndAllowsTwoTurns) {
 }
 
 }  // namespace
-}  // namespace evident::agents
+}  // namespace evident::task
