@@ -1,6 +1,8 @@
 // Task requests: every malformed request is refused with its code before anything is looked up.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "evident/task/request.h"
 
 namespace evident::task {
@@ -92,6 +94,32 @@ TEST(TaskRequest, BadRequestsAreRefusedWithTheirCode) {
     EXPECT_EQ(r.error().code, cases[i].second) << "case " << i << ": " << r.error().message;
     EXPECT_EQ(r.error().message.find("secret"), std::string::npos);
     EXPECT_EQ(r.error().message.find("rehearse"), std::string::npos);
+  }
+}
+
+// Deterministic mutations of valid requests never throw; each parses or gets a task-* code.
+TEST(TaskRequest, MutationsNeverThrow) {
+  std::mt19937 rng(1201);
+  const std::vector<std::string> valid = {
+      begin_req(), begin_req(R"(,"prior_receipt_id":"etr-)" + kHex + "\"", "attest"),
+      R"({"op":"turn","task_id":"tsk-1","sequence":4,"response":{"type":"message","content":[]}})",
+      R"({"op":"abort","task_id":"tsk-1","sequence":0})", R"({"op":"status","task_id":"tsk-1"})"};
+  const Json replacements[] = {nullptr, -1, kMaxSafeInteger, "", Json::array(), Json::object(), true, "MARKER"};
+  for (const std::string& text : valid) {
+    const Json base = Json::parse(text);
+    for (int i = 0; i < 400; ++i) {
+      Json j = base;
+      auto it = j.begin();
+      std::advance(it, rng() % j.size());
+      if (rng() % 4 == 0) j.erase(it.key());
+      else *it = replacements[rng() % std::size(replacements)];
+      Result<TaskRequest> r = make_error("unset", "");
+      ASSERT_NO_THROW(r = parse_task_request(dump_json(j)));
+      if (!r.ok()) {
+        EXPECT_TRUE(r.error().code.starts_with("task-")) << r.error().code;
+        EXPECT_EQ(r.error().message.find("MARKER"), std::string::npos);
+      }
+    }
   }
 }
 
