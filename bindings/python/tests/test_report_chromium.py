@@ -130,6 +130,10 @@ def _rows(browser, page):
         index: +li.dataset.index, kind: li.dataset.kind, frame: li.dataset.frameSha256,
         action: li.dataset.action || null, projection: li.dataset.projection || null,
         geoms: li.querySelectorAll('g.geom').length,
+        rings: [...li.querySelectorAll('g.mark circle')].map(c => [+c.getAttribute('cx'),
+                                                                   +c.getAttribute('cy')]),
+        lines: [...li.querySelectorAll('g.mark line')].map(l => ['x1', 'y1', 'x2', 'y2'].map(
+                  k => +l.getAttribute(k))),
         figures: [...li.querySelectorAll('.frame')].map(f => ({
           sha: f.dataset.frameSha256, bg: getComputedStyle(f).backgroundImage}))}))""")
 
@@ -149,6 +153,16 @@ def test_dom_has_one_row_per_event_with_the_receipts_frames(evidence, report, br
     transcript = receipt["transcript"]
     assert [(r["index"], r["kind"], r["frame"]) for r in rows] == \
         [(e["index"], e["kind"], e["frame_sha256"]) for e in transcript]
+    # actions.json, checked here with the independent Python verifier's JCS and hashing.
+    from evident import verify as pyverify
+    entries = json.loads((evidence_dir / "actions.json").read_text())["actions"]
+    projections = {}
+    for entry in entries:
+        event = transcript[entry["event_index"]]
+        assert pyverify.domain_digest(pyverify.DOMAIN_ACTION_PROJECTION, entry["projection"]) == \
+            event["projection_sha256"]
+        projections[entry["event_index"]] = entry["projection"]
+    assert len(projections) == receipt["action_count"]
     previous = None
     for row, event in zip(rows, transcript):
         shas = [f["sha"] for f in row["figures"]]
@@ -157,6 +171,11 @@ def test_dom_has_one_row_per_event_with_the_receipts_frames(evidence, report, br
             assert shas == [previous, event["frame_sha256"]]
             pointer = event["action"] in ("click", "drag", "scroll")
             assert row["geoms"] == (2 if pointer else 0), row
+            p = projections[event["index"]]
+            if event["action"] == "click":   # the ring is centred on the click, on both frames
+                assert row["rings"] == [[p["x"], p["y"]]] * 2
+            if event["action"] == "drag":    # a line from start to end, on both frames
+                assert row["lines"].count([p["start_x"], p["start_y"], p["end_x"], p["end_y"]]) == 2
         else:
             assert shas == [event["frame_sha256"]] and row["geoms"] == 0
         for f in row["figures"]:
