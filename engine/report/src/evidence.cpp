@@ -87,7 +87,15 @@ VerifyCheck check_actions_file(const std::string& text, const Json& receipt,
     return c;
   }
   const Json& doc = *parsed;
-  if (string_member(doc, "schema") != kActionsSchema) {
+  auto exact_keys = [](const Json& o, std::initializer_list<const char*> keys) {
+    if (!o.is_object() || o.size() != keys.size()) return false;
+    for (const char* k : keys) {
+      if (!o.contains(k)) return false;
+    }
+    return true;
+  };
+  if (!exact_keys(doc, {"schema", "session_id", "receipt_id", "actions"}) ||
+      string_member(doc, "schema") != kActionsSchema) {
     c.detail = "actions.json is not an evident.actions/v1 document";
     return c;
   }
@@ -119,13 +127,22 @@ VerifyCheck check_actions_file(const std::string& text, const Json& receipt,
       if (problem.empty()) problem = "actions.json entry " + std::to_string(k) + " does not describe event " + std::to_string(e.index);
       continue;
     }
-    if (auto ms = int_member(entry, "elapsed_ms"); ms && *ms >= 0) e.elapsed_ms = ms;
     const Json* receipt_events = member(receipt, "transcript");
     std::string bound;
     if (receipt_events && receipt_events->is_array() &&
         static_cast<std::size_t>(e.index) < receipt_events->size()) {
       bound = string_member((*receipt_events)[static_cast<std::size_t>(e.index)], "projection_sha256");
     }
+    // The entry's shape: exactly these members; elapsed_ms a non-negative integer or null; the
+    // repeated projection_sha256 equal to the event's.
+    const Json* elapsed = member(entry, "elapsed_ms");
+    auto ms = int_member(entry, "elapsed_ms");
+    const bool elapsed_ok = elapsed && (elapsed->is_null() || (ms && *ms >= 0));
+    if (!exact_keys(entry, {"event_index", "projection", "projection_sha256", "elapsed_ms"}) ||
+        !elapsed_ok || string_member(entry, "projection_sha256") != bound) {
+      if (problem.empty()) problem = "actions.json entry " + std::to_string(k) + " is malformed";
+    }
+    if (ms && *ms >= 0) e.elapsed_ms = ms;
     auto sha = domain_digest(kDomainActionProjection, *projection);
     if (sha.ok() && !bound.empty() && *sha == bound && string_member(*projection, "type") == e.action) {
       e.projection = *projection;

@@ -304,5 +304,52 @@ TEST(Report, RefusesUnreadableAndOversizedEvidence) {
   EXPECT_EQ(ev.error().message.find(big.path()), std::string::npos);
 }
 
+// Proves: whatever type a receipt or actions.json member has, the report loads and renders
+// (no exception, no crash) and shows the failure as checks; every leaf of the receipt and of
+// actions.json is replaced in turn by values of every other JSON type.
+TEST(Report, AnyMemberOfAnyTypeRendersAsFailedChecks) {
+  EvidenceDir d("three-actions");
+  const std::string receipt_text = read_text(d.path() + "/receipt.json");
+  const std::string actions_text = read_text(d.path() + "/actions.json");
+  const Json receipt = *parse_json_strict(receipt_text, 1 << 20, "t");
+  const Json actions = *parse_json_strict(actions_text, 1 << 20, "t");
+  const std::vector<Json> junk = {nullptr, true, -1, "x<script>", Json::array({1, "a"}),
+                                  Json{{"k", Json::array()}}};
+  std::size_t runs = 0;
+  auto each_leaf = [&](const Json& doc, const std::string& file) {
+    Json flat = doc.flatten();
+    for (auto it = flat.begin(); it != flat.end(); ++it) {
+      for (const Json& value : junk) {
+        if (value == it.value()) continue;  // not a change
+        Json mutated = doc;
+        mutated[Json::json_pointer(it.key())] = value;
+        write_text(d.path() + "/" + file, dump_json(mutated));
+        ReportOptions o;
+        o.evidence_dir = d.path();
+        auto ev = load_evidence(o);
+        ASSERT_TRUE(ev.ok()) << it.key();
+        std::string html = render_html(*ev);
+        std::string mdoc = render_markdown(*ev, d.path());
+        EXPECT_EQ(html.find("<script"), std::string::npos) << it.key();
+        // In Markdown, the claims sit verbatim inside a code fence (shown literally); nothing
+        // outside the fence may hold markup from the evidence.
+        auto open = mdoc.find("```json\n");
+        auto close = open == std::string::npos ? open : mdoc.find("\n```\n", open);
+        std::string outside = open == std::string::npos ? mdoc : mdoc.substr(0, open) + mdoc.substr(close);
+        EXPECT_EQ(outside.find("<script"), std::string::npos) << it.key();
+        if (ev->ok) {
+          // Only a value that changes nothing bound may still verify (none in this golden).
+          ADD_FAILURE() << file << " " << it.key() << " -> " << value.dump() << " still verifies";
+        }
+        ++runs;
+      }
+    }
+    write_text(d.path() + "/" + file, file == "receipt.json" ? receipt_text : actions_text);
+  };
+  each_leaf(receipt, "receipt.json");
+  each_leaf(actions, "actions.json");
+  EXPECT_GT(runs, 500u);
+}
+
 }  // namespace
 }  // namespace evident
