@@ -158,3 +158,24 @@ def test_bad_shard_options_are_usage_errors(pytester, args, code):
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert f"[{code}]" in r.stderr.str()
     assert not (pytester.path / "bad").exists()
+
+
+def test_kubernetes_indexed_job_manifest_matches_the_shard_contract():
+    """ci/k8s/evident-shards.yaml cannot run here (no cluster); what it relies on is checked:
+    an Indexed Job whose completion count is the EVIDENT_SHARD_TOTAL its pods get, each pod
+    writing its own bundle, and a merge over all of them."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[3]
+    shards, merge = list(yaml.safe_load_all((root / "ci" / "k8s" / "evident-shards.yaml")
+                                            .read_text()))
+    spec = shards["spec"]
+    assert spec["completionMode"] == "Indexed"
+    container = spec["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert int(env["EVIDENT_SHARD_TOTAL"]) == spec["completions"]
+    command = " ".join(container["args"])
+    assert "--evident-dir=/bundles/shard-${JOB_COMPLETION_INDEX}" in command
+    assert "--evident-shard" not in command      # the index comes from the environment
+    assert "merge /bundles/shard-*" in " ".join(merge["spec"]["template"]["spec"]
+                                                ["containers"][0]["args"])
