@@ -33,7 +33,8 @@ from .plan import (ShardError, assign, check_plan, fsync_dir, fsync_write, load_
                    plan_sha256)
 from .verify import ReceiptFormatError, domain_digest, jcs
 
-__all__ = ["MergeCheck", "MergeResult", "check_bundles", "merge", "main", "RECEIPT_CHECKS",
+__all__ = ["MergeCheck", "MergeResult", "check_bundles", "check_output", "merge", "main",
+           "RECEIPT_CHECKS",
            "MANIFEST_SCHEMA", "DOMAIN_MANIFEST"]
 
 SHARD_SCHEMA = "evident.shard/v1"
@@ -577,6 +578,95 @@ def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
 
 
 # ------------------------------------------------------------------------------------------------
+# re-checking a merged output
+
+def check_output(out: str, *, verifier: str = "both") -> List[MergeCheck]:
+    """Re-runs, on a merged output alone, every check that its files allow: the manifest's id,
+    the plan digest and exact cover, the shards' shard.json digests and assignments, each
+    receipt's digest and verification against ``frames/``."""
+    from .plan import ShardError
+
+    root = Path(out)
+    checks: List[MergeCheck] = []
+
+    def add(name: str, ok: bool, detail: str) -> None:
+        checks.append(MergeCheck(name, bool(ok), detail))
+
+    try:
+        m = load_json_strict(str(root / "manifest.json"), MAX_SHARD_FILE_BYTES, "merge-output",
+                             "manifest.json")
+    except ShardError as e:
+        add("manifest-readable", False, e.message)
+        return checks
+    if not isinstance(m, dict) or m.get("schema") != MANIFEST_SCHEMA or not isinstance(
+            m.get("manifest_id"), str):
+        add("manifest-readable", False, "not an evident.run-manifest/v1 with a manifest_id")
+        return checks
+    add("manifest-readable", True, MANIFEST_SCHEMA)
+    body = {k: v for k, v in m.items() if k != "manifest_id"}
+    try:
+        ok = m["manifest_id"] == "erm-" + domain_digest(DOMAIN_MANIFEST, body)
+    except ReceiptFormatError:
+        ok = False
+    add("manifest-id", ok, "manifest_id = H(evident/run-manifest/v1, manifest)" if ok
+        else "manifest_id is not the digest of the manifest")
+    try:
+        plan, tests, shards = m["plan"], m["tests"], m["shards"]
+        ok = check_plan(plan) is None and plan_sha256(plan) == m["plan_sha256"]
+    except (KeyError, TypeError, ShardError):
+        add("plan-digest", False, "the manifest has no well-formed plan")
+        return checks
+    add("plan-digest", ok, "plan_sha256 matches the plan" if ok else "plan_sha256 differs")
+    if not ok:
+        return checks
+    expected = assign(plan)
+    listed = [t.get("test") for t in tests] if isinstance(tests, list) else []
+    add("cover", listed == plan["tests"], f"all {len(listed)} planned tests once"
+        if listed == plan["tests"] else "the tests listed are not exactly the plan's")
+    problems = []
+    for sh in shards if isinstance(shards, list) else []:
+        path = root / "shards" / f"{sh.get('index')}.shard.json"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            problems.append(f"shard {sh.get('index')}: shards/ copy missing")
+            continue
+        if hashlib.sha256(data).hexdigest() != sh.get("shard_json_sha256"):
+            problems.append(f"shard {sh.get('index')}: shard.json differs from its digest")
+            continue
+        s = json.loads(data.decode("utf-8"))
+        if s.get("plan_sha256") != m["plan_sha256"] or s.get("tests") != expected[
+                sh["index"] - 1]:
+            problems.append(f"shard {sh.get('index')}: not the plan's assignment")
+    if [sh.get("index") for sh in shards] != list(range(1, plan["n"] + 1)):
+        problems.append("the shards are not 1..N once each")
+    add("shards", not problems, "; ".join(problems) or f"{len(shards)} shard.json copies match")
+    problems = []
+    n = 0
+    for t in tests:
+        for r in t.get("receipts", []):
+            n += 1
+            path = root / "receipts" / f"{r['receipt_id']}.json"
+            if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != r["sha256"]:
+                problems.append(f"{r['receipt_id'][:20]}… missing or not the listed bytes")
+                continue
+            from .errors import ReceiptError
+            from .verification import verify_receipt
+
+            try:
+                v = verify_receipt(str(path), frames_dir=str(root / "frames"), use=verifier)
+                if not v.ok:
+                    problems.append(f"{r['receipt_id'][:20]}… fails "
+                                    + ", ".join(sorted({f"{c.verifier}:{c.name}"
+                                                        for c in v.failed})))
+            except ReceiptError as e:
+                problems.append(f"{r['receipt_id'][:20]}… {e.code}")
+    add("receipts", not problems, "; ".join(problems[:MAX_NAMED])
+        or f"{n} receipts are the listed bytes and verify against frames/")
+    return checks
+
+
+# ------------------------------------------------------------------------------------------------
 # command line
 
 def main(argv: Optional[List[str]] = None, out=None) -> int:
@@ -590,10 +680,25 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
     parser.add_argument("--require-passed", action="store_true",
                         help="also refuse when a test failed, errored or xpassed")
     parser.add_argument("--verifier", default="both", choices=("both", "python", "cpp"))
+    parser.add_argument("--check", metavar="OUT", help="re-check a merged output instead")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return 2 if e.code else 0
+    if args.check:
+        checks = check_output(args.check, verifier=args.verifier)
+        ok = bool(checks) and all(c.ok for c in checks)
+        if args.json:
+            doc = {"ok": ok, "checks": [c.as_json() for c in checks]}
+            if not ok:
+                doc["error"] = {"code": "merge-refused", "message": "failed checks: " + ", ".join(
+                    c.name for c in checks if not c.ok), "retryable": False}
+            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        else:
+            for c in checks:
+                out.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}\n")
+            out.write("merged output verified\n" if ok else "merged output does NOT verify\n")
+        return 0 if ok else 1
     if not args.out or not args.bundles:
         result = MergeResult(False, [], error_code="merge-usage",
                              message="usage: evident merge DIR... -o OUT")

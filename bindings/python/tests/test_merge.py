@@ -145,6 +145,15 @@ def test_merge_of_two_real_shards_is_verified_and_exact(bundles, tmp_path):
     durations = json.loads((out / "durations.json").read_text())
     assert sorted(durations) == m["plan"]["tests"]
     assert "## Tests" in (out / "report.md").read_text()
+    # The output re-checks on its own; a tampered copy does not.
+    status, doc = run_merge("--check", out)
+    assert status == 0 and doc["ok"], doc
+    frame = sorted((out / "frames").iterdir())[0]
+    frame.write_bytes(frame.read_bytes()[:-1] + b"\x00")
+    (out / "manifest.json").write_text((out / "manifest.json").read_text().replace(
+        '"passed": 5', '"passed": 6'))
+    status, doc = run_merge("--check", out)
+    assert status == 1 and set(failed_names(doc)) == {"manifest-id", "receipts"}, doc
 
 
 def refused(tmp_path, *bundle_dirs, expect):
