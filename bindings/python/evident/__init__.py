@@ -19,19 +19,20 @@ from . import actions
 from ._version import __version__
 from .actions import ActionResult, BatchResult, Observation, PngInfo
 from .app import App
+from .browser import Browser, ElementBox
 from .display import Display, DisplayStatus, Png
 from .engine import Engine
-from .errors import (ActionError, AppError, DisplayError, EngineError, EvidentError,
-                     ReceiptError, SessionError, UsageError, error_class_for)
+from .errors import (ActionError, AppError, BrowserError, DisplayError, EngineError,
+                     EvidentError, ReceiptError, SessionError, UsageError, error_class_for)
 from .session import Session
 from .verification import Verification, VerifyCheck, verify_receipt
 from .waiting import wait_for
 
 __all__ = [
-    "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Session",
+    "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Browser", "ElementBox", "Session",
     "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
     "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
-    "ActionError", "SessionError", "ReceiptError", "error_class_for", "Client", "wait_for",
+    "ActionError", "SessionError", "ReceiptError", "BrowserError", "error_class_for", "Client", "wait_for",
 ]
 
 

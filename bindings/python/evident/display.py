@@ -11,6 +11,7 @@ from .errors import DisplayError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import App
+    from .browser import Browser
     from .engine import Engine
     from .session import Session
 
@@ -153,6 +154,23 @@ class Display(ActionHelpers):
             args["wait_window_ms"] = int(wait_window_ms)
         reply = self.engine.call("app.launch", args)
         return App(self.engine, reply["app"], display=self)
+
+    def browser(self, url: str, *, viewport: Optional[Sequence[int]] = None,
+                extra_args: Sequence[str] = (), profile_dir: Optional[str] = None) -> "Browser":
+        """Starts Chromium on this display with ``url`` loaded and exactly the CSS ``viewport``
+        ``(width, height)`` (default: the display's size). See :class:`evident.Browser`."""
+        from .browser import Browser
+
+        args: Dict[str, Any] = {**self._ref(), "url": str(url)}
+        if viewport is not None:
+            width, height = viewport
+            args["viewport"] = {"width": int(width), "height": int(height)}
+        if extra_args:
+            args["extra_args"] = [str(a) for a in extra_args]
+        if profile_dir is not None:
+            args["profile_dir"] = str(profile_dir)
+        reply = self.engine.call("browser.create", args)
+        return Browser(self.engine, reply["browser"], display=self)
 
     # -- actions ----------------------------------------------------------------------------
     def actions(self, actions: Sequence[Mapping[str, Any]], *, observe: str = "pixels",

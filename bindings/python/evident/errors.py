@@ -22,6 +22,7 @@ __all__ = [
     "ActionError",
     "SessionError",
     "ReceiptError",
+    "BrowserError",
     "InterruptedCall",
     "error_class_for",
     "error_from_reply",
@@ -89,6 +90,12 @@ class ReceiptError(EvidentError):
     family = "receipt"
 
 
+class BrowserError(EvidentError):
+    """Browser workspaces (docs/browsers.md): ``browser-*`` codes."""
+
+    family = "browser"
+
+
 class InterruptedCall(EngineError):
     """Not raised to callers (Ctrl-C raises ``KeyboardInterrupt``); used for bookkeeping."""
 
@@ -110,6 +117,7 @@ _PREFIXES: Mapping[str, Type[EvidentError]] = {
     "input-": ActionError,
     "cu-": ActionError,
     "receipt-": ReceiptError,
+    "browser-": BrowserError,
     "verify-": ReceiptError,
     "engine-": EngineError,
     "daemon-": EngineError,

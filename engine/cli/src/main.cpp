@@ -19,6 +19,7 @@
 #include "evident/report/report.h"
 #include "evident/service/engine.h"
 #include "python_delegate.h"
+#include "browser_cli.h"
 
 namespace evident {
 namespace {
@@ -76,6 +77,7 @@ std::string pad(const std::string& s, std::size_t w) {
 
 // Human output for each op's success.
 void print_human(const std::string& op, const Json& r) {
+  if (print_browser_human(op, r)) return;
   if (op == "display.create") {
     const Json& d = r["display"];
     std::cout << "display " << d["name"].get<std::string>() << " ready  id "
@@ -271,6 +273,8 @@ int run(int argc, char** argv) {
   auto* session = app.add_subcommand("session", "one request of the session protocol");
   session->add_option("--request", request, "JSON, @FILE or - (stdin)")->required();
 
+  BrowserCli browser_cli(app);  // browser (browser_cli.cpp)
+
   // verify (local)
   auto* verify = app.add_subcommand("verify", "verify a receipt offline");
   std::string receipt;
@@ -371,6 +375,10 @@ int run(int argc, char** argv) {
     // The raw text goes through as a string, so the session layer's strict parser sees it as
     // sent (duplicate keys included).
     return send(g, "session", Json{{"request", *text}});
+  }
+  if (auto b = browser_cli.request()) {
+    if (!b->ok()) return print_error(g, b->error(), 2);
+    return send(g, (*b)->first, (*b)->second);
   }
   if (report->parsed()) {
     ro.format = report_format == "markdown" ? ReportFormat::kMarkdown : ReportFormat::kHtml;

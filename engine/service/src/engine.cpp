@@ -13,11 +13,13 @@
 #include <mutex>
 
 #include "evident/actions/batch.h"
+#include "evident/browser/browser.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
 #include "evident/display/display.h"
 #include "evident/session/manager.h"
 #include "display_input.h"
+#include "ops_browser.h"
 #include "session_backend.h"
 
 namespace evident {
@@ -36,7 +38,7 @@ Json error_response(const Error& error) {
 namespace {
 
 // Handler: validated-args in, result body out (call() adds "ok":true).
-using OpHandler = std::function<Result<Json>(const Actor&, const Json& args)>;
+using OpHandler = OpTable::mapped_type;
 
 constexpr const char* kArgs = "request-args";
 
@@ -81,7 +83,8 @@ void remove_stale_engine_dirs(const std::string& runtime_dir) {
 struct Engine::Impl {
   EngineOptions options;
   std::unique_ptr<DisplayManager> displays;
-  std::map<std::string, OpHandler, std::less<>> ops;
+  OpTable ops;
+  std::unique_ptr<BrowserManager> browsers;  // browser.* ops (docs/browsers.md)
   std::atomic<bool> shut{false};
   std::mutex shutdown_mu;
   bool runtime_dir_owned = false;
@@ -134,6 +137,8 @@ void Engine::Impl::register_ops() {
     EVIDENT_TRY(f.only({"display_id", "generation"}));
     auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
+    // Browsers of exactly that generation go first (their profiles with them).
+    if (displays->get(ref->id, ref->generation).ok()) browsers->close_display(ref->id, ref->generation);
     EVIDENT_TRY(displays->destroy(ref->id, ref->generation));
     return Json{{"display_id", ref->id}, {"generation", ref->generation}};
   };
@@ -297,6 +302,8 @@ void Engine::Impl::register_ops() {
     r.erase("ok");
     return r;
   };
+
+  register_browser_ops(ops, *browsers);
 }
 
 Json Engine::Impl::dispatch(const Actor& actor, const Json& request) {
@@ -377,6 +384,8 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
     };
   }
   impl_->displays = std::make_unique<DisplayManager>(dm);
+  impl_->browsers = std::make_unique<BrowserManager>(
+      *impl_->displays, BrowserManagerOptions{impl_->options.runtime_dir});
   impl_->session_backend = std::make_unique<DisplaySessionBackend>(*impl_->displays);
   SessionOptions so;
   so.evidence_root = impl_->options.state_dir + "/evidence";
@@ -394,6 +403,7 @@ void Engine::shutdown() {
   std::lock_guard lock(impl_->shutdown_mu);
   if (impl_->shut.exchange(true)) return;
   impl_->sessions->abort_all();  // releases held input and display locks before displays go
+  impl_->browsers->close_all();
   impl_->displays->destroy_all();
   if (impl_->runtime_dir_owned) (void)remove_tree(impl_->options.runtime_dir);
 }

@@ -65,6 +65,7 @@ struct EngineOptions {
 //   app.list         {}
 //   cu.actions       {display_id,generation,request:{...contract §4 batch...}}
 //   session          {request:"<raw JSON text of one §5 request>"}  (parsed strictly by the session layer)
+//   browser.create|close|list|status|evaluate|navigate|element_box  (ops_browser.cpp, docs/browsers.md)
 //   ping             {}  -> {"ok":true,"version":"…","pid":P}
 // Errors: {"ok":false,"error":{"code","message","retryable"}}. Envelope errors: request-json,
 // request-too-large, request-unknown-op, request-args (docs/errors.md); none changes state.
