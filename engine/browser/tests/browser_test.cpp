@@ -231,5 +231,22 @@ TEST_F(BrowserX11, LifecycleOfOneWorkspace) {
   EXPECT_TRUE(displays_->list_apps().empty());
 }
 
+// Engine shutdown (BrowserManager::close_all, also its destructor) closes every browser: no
+// process of its group left, no profile; later creates are refused.
+TEST_F(BrowserX11, ShutdownClosesEveryBrowser) {
+  auto created = browsers_->create(options("about:blank"));
+  ASSERT_TRUE(created.ok()) << created.error().code << ": " << created.error().message;
+  EXPECT_EQ(created->width, 640);  // the default: the display's width x (height - 1)
+  EXPECT_EQ(created->height, 479);
+  const auto members = group_members(created->pid);
+  ASSERT_FALSE(members.empty());
+  browsers_->close_all();
+  for (pid_t p : members) EXPECT_TRUE(testing::wait_pid_gone(p, 10000)) << p;
+  EXPECT_FALSE(testing::path_exists(created->profile_dir));
+  EXPECT_TRUE(browsers_->list().empty());
+  EXPECT_EQ(browsers_->create(options("about:blank")).error().code, "engine-shutting-down");
+  EXPECT_TRUE(displays_->list_apps().empty());
+}
+
 }  // namespace
 }  // namespace evident
