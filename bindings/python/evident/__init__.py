@@ -27,12 +27,14 @@ from .errors import (ActionError, AppError, BrowserError, DisplayError, EngineEr
 from .session import Session
 from .verification import Verification, VerifyCheck, verify_receipt
 from .waiting import wait_for
+from .windows import WaitResult, WaitTimeout, Window
 
 __all__ = [
     "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Browser", "ElementBox", "Session",
     "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
     "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
     "ActionError", "SessionError", "ReceiptError", "BrowserError", "error_class_for", "Client", "wait_for",
+    "Window", "WaitResult", "WaitTimeout",
 ]
 
 

@@ -1,13 +1,14 @@
 """``evident.App``: a process the engine launched on one display generation."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .errors import AppError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .display import Display
     from .engine import Engine
+    from .windows import Window
 
 __all__ = ["App"]
 
@@ -28,7 +29,8 @@ class App:
         self.argv_sha256: str = str(obj.get("argv_sha256", ""))
         self.display = display
         self.raw: Dict[str, Any] = dict(obj)
-        self.exit_status: Optional[Any] = None
+        self._stopped_status: Optional[Any] = None
+        self._stopped = False
 
     id = property(lambda self: self.app_id)
 
@@ -51,17 +53,51 @@ class App:
         state = entry.get("state") or entry.get("status")
         return state in ("running", "alive", "live")
 
+    @property
+    def exit_status(self) -> Optional[int]:
+        """The exit status (exit code, or 128+signal) once the app exited: from ``stop()``, or,
+        for an app that exited on its own, from the engine's ``app list``. ``None`` while it
+        runs (and once the engine forgot it without a ``stop()`` from this object)."""
+        if self._stopped:
+            return self._stopped_status
+        if self.engine.closed:
+            return None
+        entry = self.info()
+        if entry is None or entry.get("exit_status") is None:
+            return None
+        return int(entry["exit_status"])
+
+    def windows(self, *, mapped_only: bool = False) -> "List[Window]":
+        """This app's top-level windows: those whose owner is its pid, a descendant of it or a
+        process in its group (``window.list`` with ``app_id``)."""
+        from .windows import Window
+
+        reply = self.engine.call("window.list", {"display_id": self.display_id,
+                                                 "generation": self.generation,
+                                                 "app_id": self.app_id,
+                                                 "mapped_only": bool(mapped_only)})
+        return [Window.from_json(w) for w in reply.get("windows", [])]
+
+    def wait_window(self, *, title: Optional[str] = None, class_: Optional[str] = None,
+                    timeout: float = 10.0, raise_on_timeout: bool = True) -> Any:
+        """``display.wait_window(app=self, ...)``: a window of this app's process tree."""
+        if self.display is None:
+            raise AppError("app-args", "this App object has no Display to wait on")
+        return self.display.wait_window(title=title, class_=class_, app=self, timeout=timeout,
+                                        raise_on_timeout=raise_on_timeout)
+
     def stop(self) -> Any:
         """Stops and reaps the app; returns its exit status (as the engine reports it)."""
         reply = self.engine.call("app.stop", {"app_id": self.app_id})
-        self.exit_status = reply.get("exit_status")
-        return self.exit_status
+        self._stopped = True
+        self._stopped_status = reply.get("exit_status")
+        return self._stopped_status
 
     def __enter__(self) -> "App":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.exit_status is not None or self.engine.closed:
+        if self._stopped or self.engine.closed:
             return
         try:
             self.stop()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from .actions import ActionHelpers, BatchResult, PngInfo, Settle
 from .errors import DisplayError
+from .windows import WindowHelpers
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import App
@@ -71,7 +72,7 @@ class DisplayStatus:
         return next((x for x in self.layers if x.get("name") == name), None)
 
 
-class Display(ActionHelpers):
+class Display(ActionHelpers, WindowHelpers):
     """An owned display. Every operation names its exact ``generation``; once destroyed, every
     call raises ``DisplayError("display-generation-mismatch")`` (or ``display-not-found``).
 
@@ -145,13 +146,23 @@ class Display(ActionHelpers):
         return self.screenshot().image()
 
     # -- apps -------------------------------------------------------------------------------
-    def launch(self, argv: Sequence[str], *, wait_window_ms: Optional[int] = None) -> "App":
-        """Launches ``argv`` on this display (DISPLAY/XAUTHORITY set, own process group)."""
+    def launch(self, argv: Sequence[str], *, wait_window_ms: Optional[int] = None,
+               env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> "App":
+        """Launches ``argv`` on this display (DISPLAY/XAUTHORITY set, own process group).
+
+        ``wait_window_ms`` waits for a mapped top-level window of the app's process tree
+        (children included). ``env`` adds/overrides variables (not DISPLAY or XAUTHORITY);
+        ``cwd`` is the app's working directory (absolute path of an existing directory).
+        """
         from .app import App
 
         args: Dict[str, Any] = {**self._ref(), "argv": [str(a) for a in argv]}
         if wait_window_ms is not None:
             args["wait_window_ms"] = int(wait_window_ms)
+        if env is not None:
+            args["env"] = [f"{k}={v}" for k, v in env.items()]
+        if cwd is not None:
+            args["cwd"] = os.path.abspath(str(cwd))
         reply = self.engine.call("app.launch", args)
         return App(self.engine, reply["app"], display=self)
 

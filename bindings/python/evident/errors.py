@@ -108,6 +108,8 @@ _PREFIXES: Mapping[str, Type[EvidentError]] = {
     "xvfb-": DisplayError,
     "capture-": DisplayError,
     "screenshot-": DisplayError,
+    "window-": DisplayError,
+    "wait-": DisplayError,
     "app-": AppError,
     "exec-": AppError,
     "spawn-": AppError,

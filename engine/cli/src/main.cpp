@@ -20,6 +20,7 @@
 #include "evident/service/engine.h"
 #include "python_delegate.h"
 #include "browser_cli.h"
+#include "windows_cli.h"
 
 namespace evident {
 namespace {
@@ -254,11 +255,21 @@ int run(int argc, char** argv) {
   auto* a_launch = appc->add_subcommand("launch", "launch an app on a display: ID GENERATION -- CMD [ARG...]");
   a_launch->add_option("ID", id)->required();
   a_launch->add_option("GENERATION", gen)->required();
-  a_launch->add_option("--wait-window-ms", wait_window_ms, "wait for a mapped top-level window");
+  a_launch->add_option("--wait-window-ms", wait_window_ms,
+                       "wait for a mapped top-level window of the app's process tree");
+  std::vector<std::string> launch_env;
+  std::string launch_cwd;
+  a_launch->add_option("--env", launch_env, "KEY=VALUE for the app (repeatable; not DISPLAY/XAUTHORITY)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  a_launch->add_option("--cwd", launch_cwd, "the app's working directory");
   a_launch->add_option("CMD", cmd, "the command and its arguments (after --)")->required();
   auto* a_stop = appc->add_subcommand("stop", "stop an app (TERM, then KILL after 3 s)");
   a_stop->add_option("APP_ID", app_id)->required();
   auto* a_list = appc->add_subcommand("list", "apps and their liveness");
+
+  // window list|wait|capture|focus, wait stable|pixels, display env (windows_cli.cpp)
+  auto window_cli = add_window_commands(app, *display);
 
   // cu actions
   auto* cu = app.add_subcommand("cu", "computer-use actions outside a session");
@@ -349,10 +360,13 @@ int run(int argc, char** argv) {
   if (a_launch->parsed()) {
     Json args{{"display_id", id}, {"generation", gen}, {"argv", cmd}};
     if (a_launch->count("--wait-window-ms")) args["wait_window_ms"] = wait_window_ms;
+    if (a_launch->count("--env")) args["env"] = launch_env;
+    if (a_launch->count("--cwd")) args["cwd"] = absolute(launch_cwd);
     return send(g, "app.launch", args);
   }
   if (a_stop->parsed()) return send(g, "app.stop", Json{{"app_id", app_id}});
   if (a_list->parsed()) return send(g, "app.list", Json::object());
+  if (auto rc = run_window_command(*window_cli, g.json, g.socket)) return *rc;
   if (cu_actions->parsed()) {
     auto text = read_request_arg(request);
     if (!text.ok()) return print_error(g, text.error(), 1);

@@ -16,6 +16,7 @@
 #undef Status
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
 #include "evident/core/sha256.h"
+#include "evident/display/windows.h"
 #include "evident/display/x11.h"
 
 namespace evident {
@@ -706,31 +708,68 @@ Status validate_argv(const std::vector<std::string>& argv) {
   return {};
 }
 
-// Reads _NET_WM_PID; 0 when absent.
-long window_pid(::Display* dpy, Window w) {
-  Atom prop = XInternAtom(dpy, "_NET_WM_PID", True);
-  if (prop == None) return 0;
-  Atom type = None;
-  int format = 0;
-  unsigned long n = 0, after = 0;
-  unsigned char* data = nullptr;
-  long pid = 0;
-  if (XGetWindowProperty(dpy, w, prop, 0, 1, False, XA_CARDINAL, &type, &format, &n, &after,
-                         &data) == Success &&
-      data && format == 32 && n == 1) {
-    pid = static_cast<long>(*reinterpret_cast<unsigned long*>(data));
-  }
-  if (data) XFree(data);
-  return pid;
-}
-
 
 }  // namespace
+
+Status validate_launch_options(const LaunchOptions& o) {
+  if (o.env.size() > LaunchOptions::kMaxEnvEntries) {
+    return make_error("app-args", "env has more than " + std::to_string(LaunchOptions::kMaxEnvEntries) +
+                                      " entries");
+  }
+  std::size_t total = 0;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < o.env.size(); ++i) {
+    const std::string& e = o.env[i];
+    const std::string which = "env entry " + std::to_string(i + 1);
+    total += e.size();
+    if (e.find('\0') != std::string::npos) return make_error("app-args", which + " contains a NUL byte");
+    const auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq > 256) {
+      return make_error("app-args", which + " is not KEY=VALUE with a 1..256 byte KEY");
+    }
+    const std::string key = e.substr(0, eq);
+    const auto c0 = static_cast<unsigned char>(key[0]);
+    bool valid = std::isalpha(c0) || c0 == '_';
+    for (unsigned char c : key) valid = valid && (std::isalnum(c) || c == '_');
+    if (!valid) return make_error("app-args", which + ": KEY must match [A-Za-z_][A-Za-z0-9_]*");
+    if (key == "DISPLAY" || key == "XAUTHORITY") {
+      return make_error("app-args", which + ": DISPLAY and XAUTHORITY are set by evident to the "
+                                            "display's own values and cannot be overridden");
+    }
+    if (!names.insert(key).second) return make_error("app-args", which + " repeats an earlier KEY");
+  }
+  if (total > LaunchOptions::kMaxEnvBytes) {
+    return make_error("app-args", "env is larger than " + std::to_string(LaunchOptions::kMaxEnvBytes) +
+                                      " bytes");
+  }
+  if (!o.cwd.empty()) {
+    if (o.cwd.size() > LaunchOptions::kMaxCwdBytes || o.cwd[0] != '/' ||
+        o.cwd.find('\0') != std::string::npos) {
+      return make_error("app-args", "cwd must be an absolute path of at most " +
+                                        std::to_string(LaunchOptions::kMaxCwdBytes) + " bytes");
+    }
+    struct stat st{};
+    if (::stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return make_error("app-args", "cwd is not an existing directory");
+    }
+  }
+  return {};
+}
 
 Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& generation,
                                            const std::vector<std::string>& argv,
                                            std::int64_t wait_window_ms) {
+  LaunchOptions o;
+  o.wait_window_ms = wait_window_ms;
+  return launch_app(display_id, generation, argv, o);
+}
+
+Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& generation,
+                                           const std::vector<std::string>& argv,
+                                           const LaunchOptions& launch) {
+  const std::int64_t wait_window_ms = launch.wait_window_ms;
   EVIDENT_TRY(validate_argv(argv));
+  EVIDENT_TRY(validate_launch_options(launch));
   if (wait_window_ms < 0 || wait_window_ms > kMaxWaitWindowMs) {
     return make_error("app-args", "wait_window_ms must be in 0.." + std::to_string(kMaxWaitWindowMs));
   }
@@ -749,7 +788,12 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
                                          " apps per engine; stop one first", true);
     }
   }
-  auto exe = resolve_executable(argv[0], path_env());
+  // A relative path with a '/' ("./run.sh") is relative to the app's working directory.
+  const std::string command =
+      (!launch.cwd.empty() && argv[0][0] != '/' && argv[0].find('/') != std::string::npos)
+          ? launch.cwd + "/" + argv[0]
+          : argv[0];
+  auto exe = resolve_executable(command, path_env());
   if (!exe.ok()) {
     // The command is request content: never echoed (docs/errors.md).
     return make_error("app-launch-failed", "cannot launch the command (argv[0]): " +
@@ -774,20 +818,17 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
 
   // For --wait-window-ms: watch root's children from BEFORE the spawn, so no map is missed.
   ::Display* watch = nullptr;
-  std::set<Window> baseline;
+  std::optional<WindowWaiter> waiter;
   if (wait_window_ms > 0) {
     auto c = d->open_connection();
     if (!c.ok()) return make_error("display-dead", "cannot connect to the display to watch windows");
     watch = *c;
-    Window root = DefaultRootWindow(watch);
-    XSelectInput(watch, root, SubstructureNotifyMask);
-    Window r = 0, parent = 0, *kids = nullptr;
-    unsigned nkids = 0;
-    if (XQueryTree(watch, root, &r, &parent, &kids, &nkids)) {
-      for (unsigned i = 0; i < nkids; ++i) baseline.insert(kids[i]);
-      if (kids) XFree(kids);
+    auto w = WindowWaiter::start(watch);
+    if (!w.ok()) {
+      close_x_connection(watch);
+      return w.error();
     }
-    XSync(watch, False);
+    waiter.emplace(std::move(*w));
   }
   struct WatchCloser {
     ::Display*& w;
@@ -797,7 +838,11 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   SpawnSpec spec;
   spec.path = *exe;
   spec.argv = argv;
-  spec.env = environment_with({"DISPLAY=" + d->info().name, "XAUTHORITY=" + d->auth_file()});
+  std::vector<std::string> overrides = launch.env;
+  overrides.push_back("DISPLAY=" + d->info().name);
+  overrides.push_back("XAUTHORITY=" + d->auth_file());
+  spec.env = environment_with(overrides);
+  spec.cwd = launch.cwd;
   spec.stdin_fd = devnull.fd;
   spec.stdout_fd = log.fd;
   spec.stderr_fd = log.fd;
@@ -833,18 +878,14 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     return snapshot(*app);
   }
 
-  const std::int64_t deadline = now_ms() + wait_window_ms;
-  const long pid = app->info.pid;
+  const std::int64_t deadline_us = steady_us() + wait_window_ms * 1000;
+  // The app's whole process tree: `sh -c "zenity ...; echo done"` maps zenity's window, a child
+  // of the launched pid (docs/windows.md, "Which windows belong to an app").
+  WindowMatch match;
+  match.pid_tree = app->info.pid;
+  WindowWaiter::Scan scan;
   for (;;) {
-    while (!x_connection_dead(watch) && XPending(watch) > 0) {
-      XEvent ev;
-      XNextEvent(watch, &ev);
-      if (ev.type != MapNotify || ev.xmap.override_redirect) continue;
-      Window w = ev.xmap.window;
-      if (baseline.count(w)) continue;
-      long wpid = window_pid(watch, w);
-      if (wpid == 0 || wpid == pid) return snapshot(*app);
-    }
+    if (waiter->find(match, true, &scan)) return snapshot(*app);
     if (x_connection_dead(watch)) {
       forget();
       app->child->stop(kAppStopBoundMs);
@@ -854,16 +895,16 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
       forget();
       return exited_error(app->child->reap());
     }
-    std::int64_t left = deadline - now_ms();
-    if (left <= 0) {
+    const auto wake = waiter->wait(deadline_us, app->child->pidfd());
+    if (wake == WindowWaiter::Wake::kTimeout) {
+      if (waiter->find(match, true, &scan)) return snapshot(*app);
       forget();
       app->child->stop(kAppStopBoundMs);
       return make_error("app-window-timeout",
-                        "no top-level window appeared within " + std::to_string(wait_window_ms) +
-                            " ms; the app was stopped", true);
+                        "waited " + std::to_string(wait_window_ms) + " ms for " +
+                            describe_match(match) + ", created after the launch; saw " +
+                            describe_scan(scan, true) + ". The app was stopped", true);
     }
-    pollfd fds[2] = {{ConnectionNumber(watch), POLLIN, 0}, {app->child->pidfd(), POLLIN, 0}};
-    ::poll(fds, app->child->pidfd() >= 0 ? 2 : 1, static_cast<int>(std::min<std::int64_t>(left, 1000)));
   }
 }
 

@@ -180,6 +180,7 @@ namespace {
     int flags = ::fcntl(spec.keep_fd, F_GETFD);
     if (flags < 0 || ::fcntl(spec.keep_fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) fail(4);
   }
+  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(6);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(path, argv, envp);
   fail(5);
@@ -246,8 +247,8 @@ Result<std::unique_ptr<Child>> Spawner::spawn(const SpawnSpec& spec) {
     auto child = std::make_unique<Child>(pid, pidfd);
     if (n == static_cast<ssize_t>(sizeof msg)) {
       child->reap();
-      static const char* steps[] = {"", "prctl", "setpgid", "dup2", "fcntl", "execve"};
-      const char* step = (msg[0] >= 1 && msg[0] <= 5) ? steps[msg[0]] : "child";
+      static const char* steps[] = {"", "prctl", "setpgid", "dup2", "fcntl", "execve", "chdir"};
+      const char* step = (msg[0] >= 1 && msg[0] <= 6) ? steps[msg[0]] : "child";
       promise.set_value(make_error("exec-failed", std::string(step) + " failed: " +
                                                       std::strerror(msg[1])));
       return;

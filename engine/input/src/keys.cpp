@@ -38,7 +38,7 @@ const std::map<std::string, unsigned long>& aliases() {
   return kAliases;
 }
 
-unsigned long keysym_for_part(std::string_view part) {
+unsigned long keysym_for_part(std::string_view part, bool in_chord) {
   const std::string low = lower(part);
   if (auto it = aliases().find(low); it != aliases().end()) return it->second;
   // F1..F24, any case.
@@ -66,7 +66,9 @@ unsigned long keysym_for_part(std::string_view part) {
     return XStringToKeysym(name.c_str());
   }
   const auto c = static_cast<unsigned char>(part[0]);
-  if (std::isalpha(c)) return static_cast<unsigned long>(std::tolower(c));
+  // In a chord ("ctrl+A"), a letter names the key: shortcut notation, case-insensitive.
+  if (std::isalpha(c) && in_chord) return static_cast<unsigned long>(std::tolower(c));
+  // Alone ("G"), it is that character: the upper-case keysym, typed with Shift.
   if (c >= 0x20 && c < 0x7F) return c;
   return NoSymbol;
 }
@@ -97,7 +99,7 @@ Result<KeyChord> parse_key_chord(std::string_view spec, const std::string& error
     if (parts[i].empty()) {
       return make_error(error_code, "key chord part " + std::to_string(i + 1) + " is empty");
     }
-    const unsigned long ks = keysym_for_part(parts[i]);
+    const unsigned long ks = keysym_for_part(parts[i], parts.size() > 1);
     if (ks == NoSymbol) {
       return make_error(error_code, "key chord part " + std::to_string(i + 1) +
                                         " is not a known key name or alias");

@@ -31,6 +31,10 @@ TEST(Keys, ChordsAndAliases) {
   EXPECT_EQ(syms("KP_Enter"), (std::vector<unsigned long>{XK_KP_Enter}));
   EXPECT_EQ(syms("kp_add"), (std::vector<unsigned long>{XK_KP_Add}));
   EXPECT_EQ(syms("ctrl+A"), (std::vector<unsigned long>{XK_Control_L, XK_a}));
+  // A single letter alone is that character: "G" is the keysym G (typed with Shift), "g" is g.
+  EXPECT_EQ(syms("G"), (std::vector<unsigned long>{XK_G}));
+  EXPECT_EQ(syms("g"), (std::vector<unsigned long>{XK_g}));
+  EXPECT_EQ(syms("shift+g"), (std::vector<unsigned long>{XK_Shift_L, XK_g}));
   EXPECT_EQ(syms("ctrl++"), (std::vector<unsigned long>{XK_Control_L, XK_plus}));
   EXPECT_EQ(syms("+"), (std::vector<unsigned long>{XK_plus}));
   EXPECT_EQ(syms("ISO_Level3_Shift"), (std::vector<unsigned long>{XK_ISO_Level3_Shift}));

@@ -20,6 +20,7 @@
 #include "evident/session/manager.h"
 #include "display_input.h"
 #include "ops_browser.h"
+#include "ops_windows.h"
 #include "session_backend.h"
 
 namespace evident {
@@ -196,7 +197,7 @@ void Engine::Impl::register_ops() {
 
   ops["app.launch"] = [this](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation", "argv", "wait_window_ms"}));
+    EVIDENT_TRY(f.only({"display_id", "generation", "argv", "wait_window_ms", "env", "cwd"}));
     auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     auto argv_json = f.array("argv", 1, 256);
@@ -212,7 +213,10 @@ void Engine::Impl::register_ops() {
       if (!w.ok()) return w.error();
       wait_ms = *w;
     }
-    auto app = displays->launch_app(ref->id, ref->generation, argv, wait_ms);
+    LaunchOptions launch;
+    launch.wait_window_ms = wait_ms;
+    EVIDENT_TRY(parse_launch_env_args(args, &launch));  // env, cwd (docs/windows.md)
+    auto app = displays->launch_app(ref->id, ref->generation, argv, launch);
     if (!app.ok()) return app.error();
     return Json{{"app", app->to_json()}};
   };
@@ -304,6 +308,8 @@ void Engine::Impl::register_ops() {
   };
 
   register_browser_ops(ops, *browsers);
+  // window.*, wait.*, display.env (ops_windows.cpp).
+  register_window_ops(ops, *displays);
 }
 
 Json Engine::Impl::dispatch(const Actor& actor, const Json& request) {

@@ -157,6 +157,23 @@ struct AppInfo {
 // of strings).
 std::string argv_sha256(const std::vector<std::string>& argv);
 
+// Optional launch settings (docs/displays.md, "Apps": environment and working directory).
+struct LaunchOptions {
+  std::int64_t wait_window_ms = 0;  // 0..kMaxWaitWindowMs
+  // Extra environment, "KEY=VALUE" each (KEY: [A-Za-z_][A-Za-z0-9_]*, <= 256 bytes; at most
+  // kMaxEnvEntries entries, kMaxEnvBytes in all). DISPLAY and XAUTHORITY are refused: evident
+  // sets them to the display's own values.
+  std::vector<std::string> env;
+  std::string cwd;  // absolute path of an existing directory; empty: the engine's own
+  static constexpr std::size_t kMaxEnvEntries = 256;
+  static constexpr std::size_t kMaxEnvBytes = 64 * 1024;
+  static constexpr std::size_t kMaxCwdBytes = 4096;
+};
+
+// Checks LaunchOptions::env and cwd (sizes, names, no NUL, no DISPLAY/XAUTHORITY, cwd an
+// existing absolute directory). Error: "app-args" (never echoing names or values).
+Status validate_launch_options(const LaunchOptions& options);
+
 struct DisplayManagerOptions {
   std::string runtime_dir;          // private scratch (0700): auth cookies, logs
   std::string xvfb_path = "Xvfb";   // resolved on PATH
@@ -207,6 +224,10 @@ class DisplayManager {
   // app-limit, app-launch-failed, app-exited, app-window-timeout, engine-shutting-down.
   Result<AppInfo> launch_app(int display_id, const std::string& generation,
                              const std::vector<std::string>& argv, std::int64_t wait_window_ms);
+  // The same with an extra environment and a working directory (validate_launch_options).
+  // wait_window_ms waits for a window of the app's whole process tree (windows.h).
+  Result<AppInfo> launch_app(int display_id, const std::string& generation,
+                             const std::vector<std::string>& argv, const LaunchOptions& options);
   // TERM the app's group, KILL after `kAppStopBoundMs`, reap; returns the exit status.
   // The app is forgotten afterwards. app-not-found.
   Result<int> stop_app(const std::string& app_id);

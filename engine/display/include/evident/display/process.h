@@ -28,6 +28,7 @@ struct SpawnSpec {
   int stderr_fd = -1;
   int keep_fd = -1;               // one extra descriptor kept open across exec (Xvfb -displayfd)
   bool new_process_group = true;  // setpgid(0,0): the child leads its own group
+  std::string cwd;                // chdir() in the child before exec (empty: inherit)
 };
 
 // A child we forked. It is never reaped before the caller asks (reap()), so while the object
