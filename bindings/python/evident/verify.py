@@ -61,6 +61,10 @@ EVENT_KEYS = {
     "observation": frozenset({"index", "kind", "frame_sha256", "pre_observation_sha256"}),
     "claims": frozenset({"index", "kind", "claims_sha256", "frame_sha256"}),
 }
+UNAUTHENTICATED_NOTE = (
+    "NOT AUTHENTICATED: this verifier checks no signatures. The checks above show only that the "
+    "receipt is internally consistent; anyone can write a consistent receipt, so this proves "
+    "nothing about who made it. Authenticate with `evident verify --key PUB` (docs/receipts.md).")
 TIMESTAMP_KEYS = ("started_at", "frozen_at", "observed_at", "completed_at")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -646,8 +650,10 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
                             expect_job_sha256=expect_job_sha256, expect_uid=expect_uid)
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     if as_json:
+        # This verifier checks no signatures (docs/receipts.md §8): never authenticated.
         result: Dict[str, Any] = {"ok": report["ok"], "receipt_id": report["receipt_id"],
-                                  "checks": report["checks"]}
+                                  "checks": report["checks"], "authenticated": False,
+                                  "key_id": None}
         if not report["ok"]:
             result["error"] = {"code": "verify-failed",
                                "message": "failed checks: " + ", ".join(failed),
@@ -661,6 +667,7 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
             out.write("verified: all %d checks passed\n" % len(report["checks"]))
         else:
             out.write("verification failed: %s\n" % ", ".join(failed))
+        out.write(UNAUTHENTICATED_NOTE + "\n")
     return 0 if report["ok"] else 1
 
 

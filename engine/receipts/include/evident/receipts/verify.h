@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "evident/core/json.h"
@@ -44,11 +45,33 @@ VerifyReport verify_receipt(const Json& receipt, const VerifyOptions& options);
 // unreadable or too large), "receipt-json" (not strict JSON: duplicate keys, floats, ...).
 Result<Json> load_receipt_file(const std::string& path);
 
+// Reads a receipt file's exact bytes (≤ 8 MiB). Error "receipt-unreadable".
+Result<std::string> read_receipt_bytes(const std::string& path);
+
+// The last line of `evident verify`'s human output when no key authenticated the receipt.
+inline constexpr std::string_view kUnauthenticatedNote =
+    "NOT AUTHENTICATED: no --key or --trusted-keys was given. The checks above show only that the "
+    "receipt is internally consistent; anyone can write a consistent receipt, so this proves "
+    "nothing about who made it. Pass the signer's public key (evident key show) to authenticate.";
+
+// Checks beyond the receipt's own, added by a higher layer (the evidence module's signature,
+// subject and log checks) without this module depending on it.
+class VerifyExtension {
+ public:
+  virtual ~VerifyExtension() = default;
+  // Before the receipt is read: load keys etc. An error is a usage error (exit 2).
+  virtual Status prepare() { return {}; }
+  // After the receipt checks: append checks to `report`, members to the JSON result (`extra`),
+  // and a line for people (`note`).
+  virtual void run(const std::string& receipt_path, const std::string& receipt_bytes,
+                   const Json& receipt, VerifyReport& report, Json& extra, std::string& note) = 0;
+};
+
 // The `evident verify` command: loads `path`, verifies, prints the result to `out` (one JSON
 // object with `json`, else lines for people) and returns the exit status: 0 all checks pass,
 // 1 otherwise. Error codes in the JSON: "verify-failed", "receipt-unreadable", "receipt-json",
 // "verify-usage" (a malformed --expect-job).
 int run_verify_command(const std::string& path, const VerifyOptions& options, bool json,
-                       std::ostream& out);
+                       std::ostream& out, VerifyExtension* extension = nullptr);
 
 }  // namespace evident

@@ -1,0 +1,156 @@
+#include "evident/evidence/dsse.h"
+
+#include <set>
+
+#include "evident/core/fs.h"
+#include "evident/core/sha256.h"
+#include "evident/receipts/jcs.h"
+#include "evident/receipts/receipt.h"
+
+namespace evident {
+namespace {
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int b64_value(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+}  // namespace
+
+std::string dsse_pae(std::string_view payload_type, std::string_view payload) {
+  std::string out = "DSSEv1 ";
+  out += std::to_string(payload_type.size());
+  out += ' ';
+  out += payload_type;
+  out += ' ';
+  out += std::to_string(payload.size());
+  out += ' ';
+  out += payload;
+  return out;
+}
+
+std::string base64_encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                 (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  std::size_t rest = in.size() - i;
+  if (rest == 1) {
+    unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (rest == 2) {
+    unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view in) {
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    bool last = i + 4 == in.size();
+    int v[4];
+    int pad = 0;
+    for (int j = 0; j < 4; ++j) {
+      unsigned char c = static_cast<unsigned char>(in[i + j]);
+      if (c == '=' && last && j >= 2) {
+        v[j] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad > 0) return std::nullopt;  // data after '='
+      v[j] = b64_value(c);
+      if (v[j] < 0) return std::nullopt;
+    }
+    unsigned w = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
+                 (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);
+    if (pad == 2 && (w & 0xffff) != 0) return std::nullopt;  // non-zero pad bits
+    if (pad == 1 && (w & 0xff) != 0) return std::nullopt;
+    out += static_cast<char>((w >> 16) & 0xff);
+    if (pad < 2) out += static_cast<char>((w >> 8) & 0xff);
+    if (pad < 1) out += static_cast<char>(w & 0xff);
+  }
+  return out;
+}
+
+std::vector<std::string> receipt_frame_digests(const Json& receipt) {
+  std::set<std::string> set;
+  auto add = [&](const Json& v) {
+    if (v.is_string() && is_lower_hex(v.get_ref<const std::string&>(), 64)) {
+      set.insert(v.get<std::string>());
+    }
+  };
+  if (receipt.is_object()) {
+    if (auto t = receipt.find("transcript"); t != receipt.end() && t->is_array()) {
+      for (const auto& e : *t) {
+        if (!e.is_object()) continue;
+        if (auto f = e.find("frame_sha256"); f != e.end()) add(*f);
+      }
+    }
+    if (auto o = receipt.find("observation"); o != receipt.end() && o->is_object()) {
+      if (auto s = o->find("sha256"); s != o->end()) add(*s);
+    }
+  }
+  return {set.begin(), set.end()};
+}
+
+Json make_receipt_statement(std::string_view receipt_file_bytes, const Json& receipt,
+                            const Json& log) {
+  Json subjects = Json::array();
+  subjects.push_back(Json{{"name", std::string(kReceiptFileName)},
+                          {"digest", {{"sha256", sha256_hex(receipt_file_bytes)}}}});
+  for (const auto& h : receipt_frame_digests(receipt)) {
+    subjects.push_back(Json{{"name", h + ".png"}, {"digest", {{"sha256", h}}}});
+  }
+  Json receipt_id = nullptr;
+  if (receipt.is_object()) {
+    if (auto r = receipt.find("receipt_id"); r != receipt.end()) receipt_id = *r;
+  }
+  return Json{{"_type", std::string(kStatementType)},
+              {"subject", std::move(subjects)},
+              {"predicateType", std::string(kSessionPredicateType)},
+              {"predicate", {{"receipt_id", receipt_id}, {"log", log}}}};
+}
+
+Result<Json> sign_envelope(const Ed25519Key& key, std::string_view payload_type,
+                           std::string_view payload) {
+  auto sig = key.sign(dsse_pae(payload_type, payload));
+  if (!sig.ok()) return sig.error();
+  return Json{{"payload", base64_encode(payload)},
+              {"payloadType", std::string(payload_type)},
+              {"signatures", Json::array({Json{{"keyid", key.key_id()}, {"sig", base64_encode(*sig)}}})}};
+}
+
+Status write_receipt_envelope(const std::string& dir, std::string_view receipt_file_bytes,
+                              const Json& receipt, const Json& log, const Ed25519Key& key) {
+  auto payload = canonicalize(make_receipt_statement(receipt_file_bytes, receipt, log));
+  if (!payload.ok()) return payload.error();
+  auto envelope = sign_envelope(key, kDssePayloadType, *payload);
+  if (!envelope.ok()) return envelope.error();
+  auto bytes = canonicalize(*envelope);
+  if (!bytes.ok()) return bytes.error();
+  bytes->push_back('\n');
+  return write_file_atomic(dir + "/" + std::string(kEnvelopeFileName), *bytes, 0600);
+}
+
+}  // namespace evident

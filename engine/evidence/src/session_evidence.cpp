@@ -1,0 +1,73 @@
+#include "evident/evidence/session_evidence.h"
+
+#include "evident/core/clock.h"
+#include "evident/core/fs.h"
+#include "evident/evidence/dsse.h"
+#include "evident/receipts/receipt.h"
+#include "evident/receipts/verify.h"
+
+namespace evident {
+
+SessionEvidence::SessionEvidence(std::string state_dir)
+    : state_dir_(std::move(state_dir)), log_(state_dir_) {
+  auto k = load_or_create_signing_key(state_dir_);
+  if (k.ok()) key_ = std::move(*k);
+  else key_error_ = k.error();
+  auto h = evident::host_id(state_dir_);
+  if (h.ok()) host_id_ = *h;
+}
+
+Result<Ed25519Key> SessionEvidence::key() const {
+  if (key_) return *key_;
+  return make_error(key_error_.code, key_error_.message + "; sessions cannot be signed");
+}
+
+Status SessionEvidence::record_end(const std::string& session_id, const std::string& attempt_id,
+                                   const std::string& job_sha256, const std::string& outcome,
+                                   std::int64_t ended_wall_ms) {
+  auto k = key();
+  if (!k.ok()) return k.error();
+  Json entry{{"kind", "session"},          {"id", session_id},  {"attempt_id", attempt_id},
+             {"job_sha256", job_sha256},   {"outcome", outcome}, {"receipt_id", nullptr},
+             {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = log_.append(entry, *k);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<Json> SessionEvidence::seal_closed(const std::string& evidence_dir, const Json& receipt,
+                                          std::int64_t ended_wall_ms) {
+  auto k = key();
+  if (!k.ok()) return k.error();
+  // The exact bytes on disk are what the envelope's first subject names.
+  auto bytes = read_receipt_bytes(evidence_dir + "/" + std::string(kReceiptFileName));
+  if (!bytes.ok()) return bytes.error();
+  const Json& binding = receipt["binding"];
+  Json entry{{"kind", "session"},
+             {"id", receipt["session_id"]},
+             {"attempt_id", binding["attempt_id"]},
+             {"job_sha256", binding["job_sha256"]},
+             {"outcome", "closed"},
+             {"receipt_id", receipt["receipt_id"]},
+             {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto appended = log_.append(entry, *k);
+  if (!appended.ok()) return appended.error();
+  Json proof = Json::array();
+  for (const auto& h : appended->inclusion_proof) proof.push_back(hash_hex(h));
+  Json log{{"index", appended->index},
+           {"tree_head", appended->tree_head},
+           {"entry", appended->entry},
+           {"inclusion_proof", proof}};
+  if (auto st = write_receipt_envelope(evidence_dir, *bytes, receipt, log, *k); !st) {
+    Json failed = entry;
+    failed["outcome"] = "failed";
+    failed["receipt_id"] = nullptr;
+    (void)log_.append(failed, *k);
+    return st.error();
+  }
+  return Json{{"index", appended->index}, {"tree_head", appended->tree_head}};
+}
+
+}  // namespace evident
