@@ -17,6 +17,7 @@
 #include "evident/daemon/daemon.h"
 #include "evident/receipts/verify.h"
 #include "evident/report/report.h"
+#include "evidence_cli.h"
 #include "evident/service/engine.h"
 #include "python_delegate.h"
 #include "browser_cli.h"
@@ -296,6 +297,8 @@ int run(int argc, char** argv) {
   verify->add_option("--png", vo.png_path, "a PNG that must be the observed frame");
   verify->add_option("--expect-job", vo.expect_job_sha256, "the expected job_sha256");
   verify->add_option("--expect-uid", expect_uid, "the expected actor uid");
+  EvidenceCli evidence_cli;  // key, log, verify --key (evidence_cli.cpp)
+  add_evidence_commands(app, verify, evidence_cli);
 
   // report (local)
   auto* report = app.add_subcommand("report", "write a self-contained HTML (or Markdown) report of an evidence directory");
@@ -400,8 +403,10 @@ int run(int argc, char** argv) {
   }
   if (verify->parsed()) {
     if (expect_uid >= 0) vo.expect_uid = expect_uid;
-    return run_verify_command(receipt, vo, g.json, std::cout);
+    SignedVerifyExtension signed_checks(evidence_cli.auth);
+    return run_verify_command(receipt, vo, g.json, std::cout, &signed_checks);
   }
+  if (auto status = run_evidence_commands(evidence_cli, g.json)) return *status;
   return print_error(g, make_error("usage", "no command given"), 2);
 }
 

@@ -1,4 +1,5 @@
 #include "evident/service/engine.h"
+#include "evident/evidence/session_evidence.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -397,6 +398,8 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   so.evidence_root = impl_->options.state_dir + "/evidence";
   so.scratch_root = impl_->options.runtime_dir + "/sessions";
   so.clock = impl_->options.clock;
+  // The first start creates the signing key (docs/receipts.md §8); every close signs.
+  so.evidence = std::make_shared<SessionEvidence>(impl_->options.state_dir);
   apply_session_timeout_env(&so);
   impl_->sessions = std::make_unique<SessionManager>(*impl_->session_backend, so);
   impl_->sessions->start_reaper();

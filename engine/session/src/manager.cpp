@@ -19,6 +19,8 @@
 #include "evident/core/random.h"
 #include "evident/receipts/receipt.h"
 #include "action_adapter.h"
+#include "evident/evidence/dsse.h"
+#include "evident/evidence/session_evidence.h"
 
 namespace evident {
 
@@ -333,6 +335,13 @@ Status SessionManager::cleanup(Record& r) {
   return result;
 }
 
+// The run log (docs/receipts.md §9): one entry per ended session. An append that fails cannot
+// undo the ending; it is reported beside the end (end_cleanup_error stays the cleanup's).
+void SessionManager::log_end(const Record& r, const std::string& outcome) {
+  if (!options_.evidence) return;
+  (void)options_.evidence->record_end(r.id, r.attempt_id, r.job_sha256, outcome, clock_->wall_ms());
+}
+
 // Runs cleanup for a session that ended abnormally (no receipt) and records why.
 // Called without mu_, with r->busy set.
 void SessionManager::end_record(const std::shared_ptr<Record>& r, const std::string& phase,
@@ -340,6 +349,7 @@ void SessionManager::end_record(const std::shared_ptr<Record>& r, const std::str
   // The first reason stays the reason; a cleanup failure on top (e.g. the release check on a
   // display that is gone) is reported beside it.
   Status st = cleanup(*r);
+  log_end(*r, phase);
   Json err = error ? Json{{"code", error->code}, {"message", error->message}} : Json(nullptr);
   std::lock_guard<std::mutex> lock(mu_);
   r->phase = phase;
@@ -583,6 +593,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       if (!st) {
         // Fail closed: a session whose cleanup failed keeps no receipt.
         ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+        log_end(*r, "failed");
         std::lock_guard<std::mutex> lock(mu_);
         r->receipt = nullptr;
         r->phase = "failed";
@@ -592,6 +603,26 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
         r->busy = false;
         cv_.notify_all();
         return error_json(make_error(st.error().code, st.error().message + "; the receipt was withdrawn"));
+      }
+      // Sign at close: the run-log entry, then receipt.dsse.json. Fail closed: a receipt that
+      // cannot be signed is withdrawn (seal_closed logs the failure).
+      Json sealed = nullptr;
+      if (options_.evidence) {
+        auto seal = options_.evidence->seal_closed(r->evidence_dir, r->receipt, clock_->wall_ms());
+        if (!seal) {
+          ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+          ::unlink((r->evidence_dir + "/" + std::string(kEnvelopeFileName)).c_str());
+          std::lock_guard<std::mutex> lock(mu_);
+          r->receipt = nullptr;
+          r->phase = "failed";
+          r->end_reason = "sign-failed";
+          r->end_error = Json{{"code", seal.error().code}, {"message", seal.error().message}};
+          r->ended_mono = now_ms();
+          r->busy = false;
+          cv_.notify_all();
+          return error_json(make_error(seal.error().code, seal.error().message + "; the receipt was withdrawn"));
+        }
+        sealed = *seal;
       }
       std::lock_guard<std::mutex> lock(mu_);
       r->phase = "closed";
@@ -603,6 +634,10 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       s["closed"] = true;
       s["cleanup_complete"] = true;
       s["receipt_id"] = r->receipt_id;
+      if (!sealed.is_null()) {
+        s["envelope_path"] = r->evidence_dir + "/" + std::string(kEnvelopeFileName);
+        s["log"] = sealed;
+      }
       return s;
     }
     case SessionOp::kAbort: {
@@ -611,6 +646,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
         // An aborted session keeps no receipt, whatever phase it reached.
         ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
       }
+      log_end(*r, st ? "aborted" : "failed");
       std::lock_guard<std::mutex> lock(mu_);
       r->receipt = nullptr;
       r->phase = st ? "aborted" : "failed";
@@ -665,6 +701,7 @@ std::size_t SessionManager::expire_due_locked(std::unique_lock<std::mutex>& lock
     Status st = cleanup(*r);
     // Only a closed session keeps its receipt: an expired one never acknowledged cleanup.
     if (r->phase == "finished") ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+    log_end(*r, "expired");
     std::lock_guard<std::mutex> g(mu_);
     r->receipt = nullptr;
     r->phase = "expired";
@@ -742,6 +779,7 @@ void SessionManager::abort_all() {
   for (auto& r : live) {
     Status st = cleanup(*r);
     if (r->phase == "finished") ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+    log_end(*r, "aborted");
     std::lock_guard<std::mutex> g(mu_);
     r->receipt = nullptr;
     r->phase = "aborted";

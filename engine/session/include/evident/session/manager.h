@@ -20,6 +20,10 @@
 #include "evident/session/request.h"
 
 namespace evident {
+class SessionEvidence;
+}
+
+namespace evident {
 
 struct SessionOptions {
   std::string evidence_root;  // <state_dir>/evidence; each session writes <root>/<session_id>/
@@ -30,6 +34,9 @@ struct SessionOptions {
   std::size_t max_live_sessions = 8;
   std::int64_t ended_retention_ms = 600000;     // how long an ended record answers status
   std::size_t max_ended_records = 256;          // older ended records are dropped first
+  // Signs receipts at close and appends every ending to the run log (docs/receipts.md §8–§9).
+  // The engine always sets it; null (unit tests of the protocol alone) signs and logs nothing.
+  std::shared_ptr<SessionEvidence> evidence;
 };
 
 // Reads the test-only deadline overrides EVIDENT_SESSION_STAGE_TIMEOUT_MS and
@@ -79,6 +86,7 @@ class SessionManager {
   Json dispatch(const Json& actor, const SessionRequest& req);
   Json begin(const Json& actor, const SessionRequest& req);
   Json continue_op(const Json& actor, const SessionRequest& req);
+  void log_end(const Record& r, const std::string& outcome);
   void end_record(const std::shared_ptr<Record>& r, const std::string& phase,
                   const std::string& reason, const Error* error);
   Status cleanup(Record& r);
