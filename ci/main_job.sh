@@ -146,8 +146,13 @@ echo "== session: close"
 S="$(session "{\"op\":\"close\",\"session_id\":\"$SID\",\"sequence\":4}")"
 printf '%s' "$S" | "$PY" -c 'import json,sys; r=json.load(sys.stdin); assert r["closed"] and r["cleanup_complete"], r; print("closed; cleanup complete; receipt", r["receipt_id"])'
 
-echo "== evident verify --frames"
-"$EVIDENT" verify "$RECEIPT" --frames "$EVIDENCE" --png "$OBS_PNG" --expect-job "$JOB_SHA" --expect-uid "$(id -u)"
+echo "== evident verify --frames --key (signature, subjects and run-log inclusion)"
+KEY="$STATE/keys/signing.pub"   # the daemon's public key (created at its first start)
+"$EVIDENT" verify "$RECEIPT" --frames "$EVIDENCE" --png "$OBS_PNG" --expect-job "$JOB_SHA" \
+  --expect-uid "$(id -u)" --key "$KEY"
+"$EVIDENT" --json verify "$RECEIPT" --frames "$EVIDENCE" --key "$KEY" | "$PY" -c 'import json,sys
+r=json.load(sys.stdin); assert r["ok"] and r["authenticated"] is True, r
+print("  authenticated by", r["key_id"])'
 
 echo "== independent Python verifier"
 if [ -f "$ROOT/bindings/python/evident/verify.py" ]; then
@@ -169,6 +174,7 @@ fi
 echo
 echo "evidence directory: $EVIDENCE"
 echo "receipt:            $RECEIPT"
+echo "signed envelope:    $EVIDENCE/receipt.dsse.json (key $KEY)"
 echo "report:             $EVIDENCE/report.html"
 echo "observed frame:     $OBS_PNG"
 echo "main_job: PASS"
