@@ -2,7 +2,8 @@
 
 The engine answers errors as data: ``{"ok": false, "error": {"code", "message", "retryable"}}``
 with a stable kebab-case ``code`` (the same codes as the CLI's ``--json`` output). The Python
-layer turns such a reply into an :class:`EvidentError` subclass chosen by the code's family, so a
+layer turns such a reply into an :class:`EvidentError` subclass chosen by the code's family (as
+declared in protocol/evident.json, generated into ``_protocol``; docs/errors.md), so a
 test can catch broadly (``except evident.SessionError``) or precisely (``err.code ==
 "session-sequence"``).
 
@@ -11,7 +12,9 @@ Action outcomes are *not* errors: a click that could not be verified is an ``Act
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import Any, Dict, Mapping, Optional, Tuple, Type
+
+from . import _protocol
 
 __all__ = [
     "EvidentError",
@@ -21,9 +24,9 @@ __all__ = [
     "AppError",
     "ActionError",
     "SessionError",
-    "ReceiptError",
+    "TaskError",
     "BrowserError",
-    "InterruptedCall",
+    "ReceiptError",
     "error_class_for",
     "error_from_reply",
 ]
@@ -41,7 +44,7 @@ class EvidentError(Exception):
         self.retryable = bool(retryable)
 
     def to_json(self) -> Dict[str, Any]:
-        """The contract's error object: ``{"code", "message", "retryable"}``."""
+        """The protocol's error object: ``{"code", "message", "retryable"}``."""
         return {"code": self.code, "message": self.message, "retryable": self.retryable}
 
     def __reduce__(self):  # picklable (pytest-xdist ships exceptions between processes)
@@ -79,15 +82,9 @@ class ActionError(EvidentError):
 
 
 class SessionError(EvidentError):
-    """The session protocol (contract §5): ``session-*`` codes."""
+    """The session protocol (docs/protocol.md): ``session-*`` codes."""
 
     family = "session"
-
-
-class ReceiptError(EvidentError):
-    """Receipts and verification: ``receipt-*`` and ``verify-*`` codes."""
-
-    family = "receipt"
 
 
 class BrowserError(EvidentError):
@@ -96,59 +93,46 @@ class BrowserError(EvidentError):
     family = "browser"
 
 
-class InterruptedCall(EngineError):
-    """Not raised to callers (Ctrl-C raises ``KeyboardInterrupt``); used for bookkeeping."""
+class TaskError(EvidentError):
+    """Bounded agent tasks: ``task-*`` codes (a refused provider response, a turn over its limits)."""
+
+    family = "task"
 
 
-# Longest prefix wins. Codes not listed fall back to EvidentError, so a new engine code never
-# breaks a caller that catches EvidentError.
-_PREFIXES: Mapping[str, Type[EvidentError]] = {
-    "session-": SessionError,
-    "display-": DisplayError,
-    "xvfb-": DisplayError,
-    "capture-": DisplayError,
-    "screenshot-": DisplayError,
-    "window-": DisplayError,
-    "wait-": DisplayError,
-    "app-": AppError,
-    "exec-": AppError,
-    "spawn-": AppError,
-    "x-connect": DisplayError,
-    "action-": ActionError,
-    "actions-": ActionError,
-    "input-": ActionError,
-    "cu-": ActionError,
-    "receipt-": ReceiptError,
-    "browser-": BrowserError,
-    "verify-": ReceiptError,
-    "engine-": EngineError,
-    "daemon-": EngineError,
-    "internal": EngineError,
-    "request-": UsageError,
-    "usage": UsageError,
-    "json": UsageError,
-    "op-": UsageError,
-    "unknown-op": UsageError,
-    "args-": UsageError,
+class ReceiptError(EvidentError):
+    """Receipts and verification: ``receipt-*`` and ``verify-*`` codes."""
+
+    family = "receipt"
+
+
+_CLASSES: Mapping[str, Type[EvidentError]] = {
+    cls.__name__: cls
+    for cls in (UsageError, EngineError, DisplayError, AppError, ActionError, SessionError,
+                TaskError, BrowserError, ReceiptError)
 }
-
-# Exact codes whose family is not their prefix: the session layer reports display/app problems
-# met during `begin` with their own codes (contract §5), and those stay catchable by family.
-_EXACT: Mapping[str, Type[EvidentError]] = {
-    "display-generation-mismatch": DisplayError,
-    "app-not-live": AppError,
+# Every family of the protocol file has its class here (checked at import: a new family in
+# protocol/evident.json needs its class above).
+_FAMILY_CLASS: Mapping[str, Type[EvidentError]] = {
+    family: _CLASSES[class_name] for family, (class_name, _) in _protocol.ERROR_FAMILIES.items()
 }
 
 
 def error_class_for(code: str) -> Type[EvidentError]:
-    """The exception class for an error code (family by prefix; EvidentError if unknown)."""
-    if code in _EXACT:
-        return _EXACT[code]
-    best: Optional[str] = None
-    for prefix in _PREFIXES:
-        if code.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return _PREFIXES[best] if best is not None else EvidentError
+    """The exception class for an error code: its family as declared in protocol/evident.json.
+
+    A code this package does not know (a newer engine) falls back to the family whose declared
+    prefix it starts with (longest wins), else to EvidentError, so it never breaks a caller that
+    catches EvidentError.
+    """
+    info = _protocol.ERRORS.get(code)
+    if info is not None:
+        return _FAMILY_CLASS[info.family]
+    best: Optional[Tuple[int, str]] = None
+    for family, (_, prefixes) in _protocol.ERROR_FAMILIES.items():
+        for prefix in prefixes:
+            if code.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), family)
+    return _FAMILY_CLASS[best[1]] if best is not None else EvidentError
 
 
 def error_from_reply(reply: Mapping[str, Any]) -> EvidentError:

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional
 __all__ = ["ReceiptFormatError", "jcs", "domain_digest", "parse_strict", "load_receipt_file",
            "verify_receipt", "run_verify_command", "main"]
 
+# The limits below: protocol/evident.json (checked equal by a test; this file stands alone).
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 MAX_RECEIPT_FILE_BYTES = 8 * 1024 * 1024
 MAX_FRAME_FILE_BYTES = 256 * 1024 * 1024
@@ -45,6 +46,8 @@ DOMAIN_CLAIMS = "evident/claims/v2"
 DOMAIN_RECEIPT = "evident/receipt/v2"
 DOMAIN_ACTION_PROJECTION = "evident/action-projection/v2"
 
+# Kept here (not imported from _protocol) so this file runs on its own, loaded by path; a test
+# (bindings/python/tests/test_errors_and_protocol.py) checks it equals protocol/evident.json.
 SESSION_ACTIONS = frozenset({"click", "double_click", "triple_click", "move_mouse", "drag",
                              "scroll", "type", "key", "hold_key", "wait", "screenshot"})
 TOP_LEVEL_KEYS = frozenset({

@@ -142,3 +142,44 @@ def test_ctrl_c_interrupts_the_wait_and_aborts_after_the_call_completes():
     assert [op for op, _ in fake.ops] == ["begin", "actions", "status", "abort"]
     assert fake.ops[-1][1] == 1     # the abort carried the sequence the engine had reached
     engine.close()
+
+
+def test_every_declared_code_maps_to_its_declared_family():
+    from evident import _protocol
+    classes = {name: cls for name, cls in vars(evident).items()
+               if isinstance(cls, type) and issubclass(cls, evident.EvidentError)}
+    for code, info in _protocol.ERRORS.items():
+        want = classes[_protocol.ERROR_FAMILIES[info.family][0]]
+        assert type(error_from_reply({"ok": False, "error": {"code": code}})) is want, code
+
+
+@pytest.mark.parametrize("code,cls", [
+    # codes that fell through to the base class before the families were generated
+    ("keymap-restore-failed", evident.ActionError),
+    ("keymap-no-spare-keycode", evident.ActionError),
+    ("paste-failed", evident.ActionError),
+    ("text-invalid-utf8", evident.ActionError),
+    ("fs-error", evident.EngineError),
+    ("fs-too-large", evident.EngineError),
+    # an undeclared code falls back to its family's declared prefix
+    ("session-something-newer", evident.SessionError),
+    ("capture-something-newer", evident.DisplayError),
+])
+def test_generated_families_cover_every_code(code, cls):
+    assert type(error_from_reply({"ok": False, "error": {"code": code}})) is cls
+
+
+def test_standalone_verifier_agrees_with_the_protocol_file():
+    # verify.py keeps its own copies so it runs as a single file; they must equal the protocol's.
+    from evident import _protocol, verify
+    assert verify.SESSION_ACTIONS == _protocol.SESSION_ACTION_KINDS
+    assert verify.MAX_RECEIPT_FILE_BYTES == _protocol.LIMITS["receipt_file_max_bytes"]
+    assert verify.MAX_FRAME_FILE_BYTES == _protocol.LIMITS["frame_file_max_bytes"]
+    assert verify.MAX_CLAIMS_CANONICAL_BYTES == _protocol.LIMITS["claims_max_canonical_bytes"]
+
+
+def test_action_builders_cover_every_declared_action_kind():
+    from evident import _protocol
+    for kind in _protocol.ACTION_KINDS:
+        assert callable(getattr(a, kind)), kind
+        assert kind in a.__all__

@@ -9,26 +9,10 @@
 namespace evident {
 namespace {
 
-constexpr std::array<std::pair<ActionType, const char*>, 15> kNames = {{
-    {ActionType::kClick, "click"},
-    {ActionType::kDoubleClick, "double_click"},
-    {ActionType::kTripleClick, "triple_click"},
-    {ActionType::kMouseDown, "mouse_down"},
-    {ActionType::kMouseUp, "mouse_up"},
-    {ActionType::kMoveMouse, "move_mouse"},
-    {ActionType::kDrag, "drag"},
-    {ActionType::kScroll, "scroll"},
-    {ActionType::kType, "type"},
-    {ActionType::kPaste, "paste"},
-    {ActionType::kKey, "key"},
-    {ActionType::kHoldKey, "hold_key"},
-    {ActionType::kWait, "wait"},
-    {ActionType::kScreenshot, "screenshot"},
-    {ActionType::kZoom, "zoom"},
-}};
+static_assert(std::size(protocol::kActionKinds) == protocol::kActionKindCount);
 
 // Raw coordinates are bounded before scaling so x*W cannot overflow.
-constexpr std::int64_t kCoordLimit = 1'000'000;
+constexpr std::int64_t kCoordLimit = protocol::kCoordinateAbsMax;
 
 struct Ctx {
   BatchMode mode;
@@ -75,9 +59,7 @@ Result<Action> parse_one(const Json& item, int index, const Ctx& c) {
   if (!type_name.ok()) return type_name.error();
   auto type = parse_action_type(*type_name);
   if (!type) return make_error(c.code, ctx + ": unknown action type");
-  if (c.mode == BatchMode::kSession &&
-      (*type == ActionType::kPaste || *type == ActionType::kMouseDown ||
-       *type == ActionType::kMouseUp || *type == ActionType::kZoom)) {
+  if (c.mode == BatchMode::kSession && !action_kind_info(*type).session) {
     return make_error("session-action-forbidden",
                       ctx + ": " + std::string(to_string(*type)) + " is not allowed in a session");
   }
@@ -133,7 +115,7 @@ Result<Action> parse_one(const Json& item, int index, const Ctx& c) {
       else if (*dir == "right") a.scroll_button = 7;
       else return make_error(c.code, ctx + ": field \"direction\" must be up, down, left or right");
       if (f.has("amount")) {
-        auto amount = f.integer("amount", 1, 100);
+        auto amount = f.integer("amount", protocol::kScrollAmountMin, protocol::kScrollAmountMax);
         if (!amount.ok()) return amount.error();
         a.amount = static_cast<int>(*amount);
       }
@@ -154,7 +136,7 @@ Result<Action> parse_one(const Json& item, int index, const Ctx& c) {
         if (!ms.ok()) return ms.error();
         a.ms = *ms;
       }
-      auto key = f.string("key", 1, 256);
+      auto key = f.string("key", protocol::kKeyMinBytes, protocol::kKeyMaxBytes);
       if (!key.ok()) return key.error();
       auto chord = parse_key_chord(*key, c.code);
       if (!chord.ok()) return make_error(c.code, ctx + ": field \"key\": " + chord.error().message);
@@ -201,21 +183,16 @@ Result<Action> parse_one(const Json& item, int index, const Ctx& c) {
 }  // namespace
 
 const char* to_string(ActionType type) {
-  for (const auto& [t, n] : kNames) {
-    if (t == type) return n;
-  }
-  return "unknown";
+  const auto i = static_cast<std::size_t>(type);
+  // The generated names are string literals, so data() is NUL-terminated.
+  return i < protocol::kActionKindCount ? protocol::kActionKinds[i].name.data() : "unknown";
 }
 
 std::optional<ActionType> parse_action_type(const std::string& name) {
-  for (const auto& [t, n] : kNames) {
-    if (name == n) return t;
+  for (std::size_t i = 0; i < protocol::kActionKindCount; ++i) {
+    if (protocol::kActionKinds[i].name == name) return static_cast<ActionType>(i);
   }
   return std::nullopt;
-}
-
-bool is_input_action(ActionType type) {
-  return type != ActionType::kWait && type != ActionType::kScreenshot && type != ActionType::kZoom;
 }
 
 std::optional<CoordinateSpace> parse_coordinate_space(const std::string& name) {
@@ -225,16 +202,15 @@ std::optional<CoordinateSpace> parse_coordinate_space(const std::string& name) {
 }
 
 Json Action::projection() const {
-  switch (type) {
-    case ActionType::kType:
-    case ActionType::kKey:
-    case ActionType::kPaste:
+  switch (action_kind_info(type).projection) {
+    case protocol::Projection::kTypeOnly:
       return Json{{"type", to_string(type)}};
-    case ActionType::kHoldKey:
+    case protocol::Projection::kTypeMs:
       return Json{{"type", to_string(type)}, {"ms", ms}};
-    default:
-      return raw;
+    case protocol::Projection::kAsSent:
+      break;
   }
+  return raw;
 }
 
 Result<std::vector<Action>> parse_actions(const Json& actions_array, BatchMode mode,

@@ -104,12 +104,18 @@ Status write_private_file(const std::string& path, const std::string& bytes) {
 // ------------------------------------------------------------------------------- small values
 
 Status validate_display_options(const DisplayOptions& o) {
-  if (o.width < 64 || o.width > 8192) return make_error("display-args", "width must be in 64..8192");
-  if (o.height < 64 || o.height > 8192) {
-    return make_error("display-args", "height must be in 64..8192");
+  // The ranges of protocol/evident.json (display_width_min ... display_dpi_max).
+  using namespace protocol;
+  auto range = [](const char* what, std::int64_t lo, std::int64_t hi) {
+    return make_error("display-args", std::string(what) + " must be in " + std::to_string(lo) + ".." +
+                                          std::to_string(hi));
+  };
+  if (o.width < kDisplayWidthMin || o.width > kDisplayWidthMax) return range("width", kDisplayWidthMin, kDisplayWidthMax);
+  if (o.height < kDisplayHeightMin || o.height > kDisplayHeightMax) {
+    return range("height", kDisplayHeightMin, kDisplayHeightMax);
   }
   if (o.depth != 16 && o.depth != 24) return make_error("display-args", "depth must be 16 or 24");
-  if (o.dpi < 24 || o.dpi > 960) return make_error("display-args", "dpi must be in 24..960");
+  if (o.dpi < kDisplayDpiMin || o.dpi > kDisplayDpiMax) return range("dpi", kDisplayDpiMin, kDisplayDpiMax);
   return {};
 }
 

@@ -65,9 +65,14 @@ bool has_exact_keys(const Json& v, std::initializer_list<std::string_view> keys)
 }
 
 const std::set<std::string, std::less<>>& session_action_types() {
-  static const std::set<std::string, std::less<>> kTypes = {
-      "click", "double_click", "triple_click", "move_mouse", "drag", "scroll",
-      "type",  "key",          "hold_key",     "wait",       "screenshot"};
+  // The kinds protocol/evident.json allows in sessions.
+  static const std::set<std::string, std::less<>> kTypes = [] {
+    std::set<std::string, std::less<>> out;
+    for (const auto& k : protocol::kActionKinds) {
+      if (k.session) out.emplace(k.name);
+    }
+    return out;
+  }();
   return kTypes;
 }
 

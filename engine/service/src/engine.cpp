@@ -52,9 +52,9 @@ struct DisplayRef {
 };
 
 Result<DisplayRef> display_ref_arg(const JsonFields& f) {
-  auto id = f.integer("display_id", 0, 65535);
+  auto id = f.integer("display_id", 0, protocol::kDisplayIdMax);
   if (!id.ok()) return id.error();
-  auto gen = f.string("generation", 0, 256);
+  auto gen = f.string("generation", 0, protocol::kGenerationMaxBytes);
   if (!gen.ok()) return gen.error();
   return DisplayRef{static_cast<int>(*id), std::move(*gen)};
 }
@@ -109,12 +109,12 @@ void Engine::Impl::register_ops() {
     EVIDENT_TRY(f.only({"width", "height", "depth", "dpi"}));
     DisplayOptions o;
     if (f.has("width")) {
-      auto v = f.integer("width", 64, 8192);
+      auto v = f.integer("width", protocol::kDisplayWidthMin, protocol::kDisplayWidthMax);
       if (!v.ok()) return v.error();
       o.width = static_cast<int>(*v);
     }
     if (f.has("height")) {
-      auto v = f.integer("height", 64, 8192);
+      auto v = f.integer("height", protocol::kDisplayHeightMin, protocol::kDisplayHeightMax);
       if (!v.ok()) return v.error();
       o.height = static_cast<int>(*v);
     }
@@ -125,7 +125,7 @@ void Engine::Impl::register_ops() {
       o.depth = static_cast<int>(*v);
     }
     if (f.has("dpi")) {
-      auto v = f.integer("dpi", 24, 960);
+      auto v = f.integer("dpi", protocol::kDisplayDpiMin, protocol::kDisplayDpiMax);
       if (!v.ok()) return v.error();
       o.dpi = static_cast<int>(*v);
     }

@@ -1,5 +1,5 @@
-// The action vocabulary (contract §4): parsing and validation of a whole batch before anything
-// runs, coordinate scaling, and the redacted projection used by receipts (contract §6).
+// The action vocabulary (docs/protocol.md, "Action kinds"): parsing and validation of a whole batch before anything
+// runs, coordinate scaling, and the redacted projection used by receipts (docs/protocol.md, "Receipts").
 #pragma once
 
 #include <cstdint>
@@ -9,20 +9,28 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
+// The action kinds, in the order of protocol/evident.json ("action_kinds"), which is where a kind
+// is declared (its name, fields, input flag, projection rule and whether sessions allow it).
 enum class ActionType {
-  kClick, kDoubleClick, kTripleClick, kMouseDown, kMouseUp, kMoveMouse, kDrag, kScroll,
-  kType, kPaste, kKey, kHoldKey, kWait, kScreenshot, kZoom,
+#define EVIDENT_ACTION_ENUMERATOR(e, name, input, projection, session) e,
+  EVIDENT_PROTOCOL_ACTION_KINDS(EVIDENT_ACTION_ENUMERATOR)
+#undef EVIDENT_ACTION_ENUMERATOR
 };
+// The kind's row of the protocol table.
+constexpr const protocol::ActionKindInfo& action_kind_info(ActionType type) {
+  return protocol::kActionKinds[static_cast<std::size_t>(type)];
+}
 
 // "click", "double_click", ...; parse_action_type returns nullopt for unknown names.
 const char* to_string(ActionType type);
 std::optional<ActionType> parse_action_type(const std::string& name);
 
 // True for actions that inject input events (everything but wait, screenshot, zoom).
-bool is_input_action(ActionType type);
+constexpr bool is_input_action(ActionType type) { return action_kind_info(type).input; }
 
 enum class BatchMode { kCuActions, kSession };
 enum class CoordinateSpace { kPixel, kNormalized1000 };
@@ -45,7 +53,7 @@ struct Action {
   std::string key;            // key, hold_key (secret)
   Json raw;                   // as sent (pre-scaling)
 
-  // The receipt projection (contract §6): type/key/paste -> {"type"}; hold_key -> {"type","ms"};
+  // The receipt projection (docs/protocol.md, "Receipts"): type/key/paste -> {"type"}; hold_key -> {"type","ms"};
   // every other action -> all its fields as the caller sent them (pre-scaling geometry and ms).
   Json projection() const;
   bool input() const { return is_input_action(type); }
@@ -64,9 +72,10 @@ Result<std::vector<Action>> parse_actions(const Json& actions_array, BatchMode m
                                           CoordinateSpace space, int display_width,
                                           int display_height);
 
-inline constexpr std::size_t kMaxActionsPerBatch = 16;
-inline constexpr std::size_t kMaxTextBytes = 4096;
-inline constexpr std::int64_t kMaxHoldMs = 5000;
-inline constexpr std::int64_t kMaxWaitMs = 5000;
+// Limits of protocol/evident.json, under the names this module uses.
+inline constexpr std::size_t kMaxActionsPerBatch = protocol::kActionsPerBatchMax;
+inline constexpr std::size_t kMaxTextBytes = protocol::kTextMaxBytes;
+inline constexpr std::int64_t kMaxHoldMs = protocol::kHoldKeyMsMax;
+inline constexpr std::int64_t kMaxWaitMs = protocol::kWaitMsMax;
 
 }  // namespace evident

@@ -5,13 +5,14 @@
 #include "evident/actions/executor.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
 // Settle parameters (contract §4): quiet window and caps.
-inline constexpr std::int64_t kSettleQuietMs = 300;
-inline constexpr std::int64_t kSettleDefaultCapMs = 2000;
-inline constexpr std::int64_t kSettleMaxCapMs = 5000;
+inline constexpr std::int64_t kSettleQuietMs = protocol::kSettleQuietMs;
+inline constexpr std::int64_t kSettleDefaultCapMs = protocol::kSettleDefaultCapMs;
+inline constexpr std::int64_t kSettleMaxCapMs = protocol::kSettleMaxCapMs;
 
 // Runs a §4 request ({"actions","observe","settle","coordinate_space"}) and returns
 // {"results":[...],"observation":{...},"settle":{...}} (without "ok").

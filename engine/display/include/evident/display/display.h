@@ -22,6 +22,7 @@
 #include "evident/capture/capture.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 #include "evident/display/process.h"
 #include "evident/display/xauth.h"
 
@@ -29,14 +30,15 @@ typedef struct _XDisplay Display;  // Xlib
 
 namespace evident {
 
+// Defaults and ranges: protocol/evident.json (display_width_* ... display_dpi_*).
 struct DisplayOptions {
-  int width = 1280;   // 64..8192
-  int height = 800;   // 64..8192
-  int depth = 24;     // 16 or 24
-  int dpi = 96;       // 24..960
+  int width = protocol::kDisplayWidthDefault;
+  int height = protocol::kDisplayHeightDefault;
+  int depth = protocol::kDisplayDepthDefault;  // 16 or 24
+  int dpi = protocol::kDisplayDpiDefault;
 };
 
-// Checks the ranges above. Error: "display-args".
+// Checks the protocol's ranges. Error: "display-args".
 Status validate_display_options(const DisplayOptions& options);
 
 struct DisplayInfo {
@@ -251,7 +253,7 @@ class DisplayManager {
   static constexpr std::int64_t kXvfbStopBoundMs = 3000;
   // Without --wait-window-ms, a launch still waits this long for an immediate exit.
   static constexpr std::int64_t kAppEarlyExitGraceMs = 100;
-  static constexpr std::int64_t kMaxWaitWindowMs = 120000;
+  static constexpr std::int64_t kMaxWaitWindowMs = protocol::kAppWaitWindowMsMax;
   static constexpr std::int64_t kWarmRetryMs = 1000;
 
  private:

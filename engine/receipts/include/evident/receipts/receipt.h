@@ -10,11 +10,12 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
 inline constexpr std::string_view kReceiptSchema = "evident.session-receipt/v2";
-inline constexpr std::size_t kMaxClaimsCanonicalBytes = 16 * 1024;
+inline constexpr std::size_t kMaxClaimsCanonicalBytes = protocol::kClaimsMaxCanonicalBytes;
 inline constexpr std::string_view kReceiptFileName = "receipt.json";
 // actions.json: each action's projection in order, written beside receipt.json (docs/evidence.md).
 inline constexpr std::string_view kActionsFileName = "actions.json";

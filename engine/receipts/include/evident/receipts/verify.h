@@ -12,11 +12,12 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
-inline constexpr std::size_t kMaxReceiptFileBytes = 8 * 1024 * 1024;
-inline constexpr std::size_t kMaxFrameFileBytes = 256 * 1024 * 1024;
+inline constexpr std::size_t kMaxReceiptFileBytes = protocol::kReceiptFileMaxBytes;
+inline constexpr std::size_t kMaxFrameFileBytes = protocol::kFrameFileMaxBytes;
 
 struct VerifyOptions {
   std::string frames_dir;                     // non-empty: run the "frames" check

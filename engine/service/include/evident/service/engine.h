@@ -12,6 +12,7 @@
 #include "evident/core/clock.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
@@ -31,10 +32,10 @@ struct Actor {
 // One warm-pool entry (the DisplayOptions of display.create; kept apart so this header needs no
 // display headers).
 struct WarmDisplaySize {
-  int width = 1280;
-  int height = 800;
-  int depth = 24;
-  int dpi = 96;
+  int width = protocol::kDisplayWidthDefault;
+  int height = protocol::kDisplayHeightDefault;
+  int depth = protocol::kDisplayDepthDefault;
+  int dpi = protocol::kDisplayDpiDefault;
 };
 
 // Parses "WIDTHxHEIGHT" (decimal, e.g. "1920x1080"; depth 24, dpi 96) into a warm-pool entry,
@@ -84,7 +85,7 @@ class Engine {
   // Stops everything owned; idempotent. Called by the destructor and on daemon shutdown.
   void shutdown();
 
-  static constexpr std::size_t kMaxRequestBytes = 256 * 1024;
+  static constexpr std::size_t kMaxRequestBytes = protocol::kRequestMaxBytes;
 
   // The displays and apps this engine owns (for in-process users: sessions, bindings, tests).
   DisplayManager& displays();

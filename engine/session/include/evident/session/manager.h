@@ -29,11 +29,12 @@ struct SessionOptions {
   std::string evidence_root;  // <state_dir>/evidence; each session writes <root>/<session_id>/
   std::string scratch_root;   // private runtime scratch; <root>/<session_id>/ removed at cleanup
   const Clock* clock = nullptr;                 // default SystemClock
-  std::int64_t stage_timeout_ms = 180000;       // begin's admission → freeze
-  std::int64_t post_freeze_timeout_ms = 45000;  // freeze → observe, finish and close
-  std::size_t max_live_sessions = 8;
-  std::int64_t ended_retention_ms = 600000;     // how long an ended record answers status
-  std::size_t max_ended_records = 256;          // older ended records are dropped first
+  // Defaults: the limits of protocol/evident.json.
+  std::int64_t stage_timeout_ms = protocol::kSessionStageTimeoutMs;             // begin's admission → freeze
+  std::int64_t post_freeze_timeout_ms = protocol::kSessionPostFreezeTimeoutMs;  // freeze → observe, finish, close
+  std::size_t max_live_sessions = protocol::kLiveSessionsMax;
+  std::int64_t ended_retention_ms = protocol::kSessionEndedRetentionMs;  // how long an ended record answers status
+  std::size_t max_ended_records = protocol::kSessionEndedRecordsMax;     // older ended records are dropped first
   // Signs receipts at close and appends every ending to the run log (docs/receipts.md §8–§9).
   // The engine always sets it; null (unit tests of the protocol alone) signs and logs nothing.
   std::shared_ptr<SessionEvidence> evidence;

@@ -8,12 +8,14 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
-inline constexpr std::size_t kMaxSessionRequestBytes = 96 * 1024;
-inline constexpr std::size_t kMaxSessionBatchActions = 16;
-inline constexpr std::int64_t kMaxSessionActions = 64;
+// Limits of protocol/evident.json, under the names this module uses.
+inline constexpr std::size_t kMaxSessionRequestBytes = protocol::kSessionRequestMaxBytes;
+inline constexpr std::size_t kMaxSessionBatchActions = protocol::kActionsPerBatchMax;
+inline constexpr std::int64_t kMaxSessionActions = protocol::kActionsPerSessionMax;
 
 enum class SessionOp { kBegin, kActions, kFreeze, kObserve, kFinish, kClose, kAbort, kStatus };
 const char* to_string(SessionOp op);

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Guard: every error code the engine's sources (and the Python package) can emit is declared in
+protocol/evident.json and documented in docs/errors.md, and every declared code is emitted
+somewhere.
+
+How it finds codes, so that it stays honest: it takes EVERY string literal in engine/ (tests,
+benchmarks, tools and engine/testing excepted) that looks like a code (kebab-case with a dash), plus the first
+argument of every `make_error("...")` (which also catches one-word codes like `internal`). Each must
+be a declared code or be listed below as a string that is not an error code, with the reason.
+A new code therefore fails this test until it is declared; a new kebab-case string that is not a
+code must be listed here. Stale entries of the list fail too.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Kebab-case string literals in engine sources that are not error codes.
+NOT_CODES = {
+    # session end reasons (a snapshot's "ended.reason"; docs/sessions.md)
+    "display-lost": "session end reason",
+    "cleanup-failed": "session end reason",
+    "evidence-write-failed": "session end reason",
+    "engine-shutdown": "session end reason",
+    # receipt execution fields (docs/receipts.md)
+    "external-actions": "receipt execution.kind",
+    "external-caller": "receipt execution.claims_authority",
+    # prefixes of random owner ids of a display's lock
+    "cu-actions": "owner id prefix of a cu actions batch",
+    "session-lease": "owner id prefix of a session's lease",
+    "window-focus": "owner id prefix of a window focus",
+    # CLI subcommand names and window fields
+    "element-box": "CLI subcommand `browser element-box`",
+    "x-resource": "a window's pid_source (docs/windows.md)",
+    # agent adapter names (docs/agents.md)
+    "anthropic-computer-20250124": "agent adapter name",
+    "anthropic-computer-20251124": "agent adapter name",
+    "anthropic-toolset-20260801": "agent adapter name",
+    "gemini-computer-use": "agent adapter name",
+    "openai-computer": "agent adapter name",
+    "openai-computer-use-preview": "agent adapter name",
+    # report signature states (docs/evidence.md)
+    "present-unverifiable": "report signature state",
+    # input tracing labels (EVIDENT_INPUT_TRACE; docs/input.md)
+    "barrier-begin": "input trace label",
+    "barrier-end": "input trace label",
+    "fetch-wait-begin": "input trace label",
+    "fetch-wait-end": "input trace label",
+    "timeout-no-marker": "input trace label",
+    "timeout-unfetched": "input trace label",
+    "xi-key": "input trace label",
+}
+
+LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
+MAKE_ERROR = re.compile(r'make_error\(\s*"([^"]+)"')
+PY_RAISE = re.compile(r'(?:Error|error_class_for\([^)]*\))\(\s*"([a-z][a-z0-9-]*)"')
+
+
+def engine_sources():
+    for path in sorted(glob.glob(os.path.join(ROOT, "engine", "**", "*.*"), recursive=True)):
+        rel = os.path.relpath(path, ROOT)
+        parts = rel.split(os.sep)
+        if any(p in ("tests", "bench", "tools", "testing") for p in parts):
+            continue
+        if path.endswith((".cpp", ".h", ".inc")):
+            yield rel, path
+
+
+def strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"(?m)//.*$", "", text)
+
+
+def main() -> int:
+    with open(os.path.join(ROOT, "protocol", "evident.json"), encoding="utf-8") as f:
+        protocol = json.load(f)
+    declared = protocol["errors"]
+    with open(os.path.join(ROOT, "docs", "errors.md"), encoding="utf-8") as f:
+        errors_md = f.read()
+    problems = []
+    seen = {}
+    for rel, path in engine_sources():
+        with open(path, encoding="utf-8") as f:
+            text = strip_comments(f.read())
+        for m in LITERAL.finditer(text):
+            s = m.group(1)
+            if KEBAB.match(s):
+                seen.setdefault(s, rel)
+        # codes written into JSON or messages by hand (raw strings included)
+        for m in re.finditer(r'\\?"code\\?"\s*:\s*\\?"([a-z][a-z0-9-]*)|error \[([a-z][a-z0-9-]*)\]', text):
+            code = m.group(1) or m.group(2)
+            seen.setdefault(code, rel)
+            if code not in declared:
+                problems.append(f"{rel}: writes error code \"{code}\" by hand; it is not declared")
+        for m in MAKE_ERROR.finditer(text):
+            seen.setdefault(m.group(1), rel)
+            if m.group(1) not in declared:
+                problems.append(f"{rel}: make_error(\"{m.group(1)}\") is not a declared error code")
+    py_seen = {}  # codes the package raises: ...Error("code", ...)
+    py_present = {}  # code-like strings anywhere in the package (for "is it emitted")
+    for path in sorted(glob.glob(os.path.join(ROOT, "bindings", "python", "evident", "**", "*.py"), recursive=True)):
+        rel = os.path.relpath(path, ROOT)
+        if rel.endswith("_protocol.py"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in PY_RAISE.finditer(text):
+            py_seen.setdefault(m.group(1), rel)
+            py_present.setdefault(m.group(1), rel)
+        for m in re.finditer(r'["\'\[]([a-z][a-z0-9]*(?:-[a-z0-9]+)+)["\'\]]', text):
+            py_present.setdefault(m.group(1), rel)
+    for s, rel in sorted(seen.items()):
+        if s in declared or s in NOT_CODES:
+            continue
+        problems.append(f"{rel}: \"{s}\" looks like an error code but is not declared in "
+                        "protocol/evident.json (declare it, or list it in NOT_CODES of "
+                        "protocol/tests/check_codes.py with the reason it is not a code)")
+    for s, rel in sorted(py_seen.items()):
+        if s not in declared:
+            problems.append(f"{rel}: the Python package raises \"{s}\", not declared in protocol/evident.json")
+    for s in NOT_CODES:
+        if s not in seen:
+            problems.append(f"NOT_CODES lists \"{s}\", which no engine source contains any more")
+        if s in declared:
+            problems.append(f"NOT_CODES lists \"{s}\", which is a declared code")
+    for code, e in declared.items():
+        if f"| `{code}` |" not in errors_md:
+            problems.append(f"{code}: declared but has no row in docs/errors.md (run protocol/generate.py)")
+        emitted = code in seen or code in py_present
+        if not emitted:
+            problems.append(f"{code}: declared but no engine or Python source emits it "
+                            "(remove the declaration, or it is unreachable)")
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(f"{len(seen)} code-like strings in engine sources, {len(py_seen)} codes raised in Python, "
+          f"{len(declared)} declared; {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
