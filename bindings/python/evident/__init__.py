@@ -23,7 +23,8 @@ from .browser import Browser, ElementBox
 from .display import Display, DisplayStatus, Png
 from .engine import Engine
 from .errors import (ActionError, AppError, BrowserError, DisplayError, EngineError,
-                     EvidentError, ReceiptError, SessionError, UsageError, error_class_for)
+                     EvidentError, ReceiptError, SessionError, TaskError, UsageError,
+                     error_class_for)
 from .session import Session
 from .verification import Verification, VerifyCheck, verify_receipt
 from .waiting import wait_for
@@ -33,7 +34,7 @@ __all__ = [
     "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Browser", "ElementBox", "Session",
     "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
     "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
-    "ActionError", "SessionError", "ReceiptError", "BrowserError", "error_class_for", "Client", "wait_for",
+    "ActionError", "SessionError", "TaskError", "ReceiptError", "BrowserError", "error_class_for", "Client", "wait_for",
     "Window", "WaitResult", "WaitTimeout",
 ]
 
