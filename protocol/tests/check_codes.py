@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Guard: every error code the engine's sources (and the Python package) can emit is declared in
 protocol/evident.json and documented in docs/errors.md, and every declared code is emitted
-somewhere.
+somewhere; and the envelope ops engine/service registers are exactly the declared ones.
 
 How it finds codes, so that it stays honest: it takes EVERY string literal in engine/ (tests,
 benchmarks, tools and engine/testing excepted) that looks like a code (kebab-case with a dash), plus the first
@@ -136,6 +136,16 @@ def main() -> int:
         if not emitted:
             problems.append(f"{code}: declared but no engine or Python source emits it "
                             "(remove the declaration, or it is unreachable)")
+    # The envelope ops the service registers are exactly those the protocol file declares.
+    registered = set()
+    for path in glob.glob(os.path.join(ROOT, "engine", "service", "src", "*.cpp")):
+        with open(path, encoding="utf-8") as f:
+            registered |= set(re.findall(r'ops\["([a-z0-9_.]+)"\]\s*=', f.read()))
+    declared_ops = set(protocol["envelope"]["ops"])
+    for op in sorted(registered - declared_ops):
+        problems.append(f"engine/service registers op {op!r}, not declared in protocol/evident.json envelope.ops")
+    for op in sorted(declared_ops - registered):
+        problems.append(f"protocol/evident.json declares op {op!r}, which engine/service does not register")
     for p in problems:
         print(p, file=sys.stderr)
     print(f"{len(seen)} code-like strings in engine sources, {len(py_seen)} codes raised in Python, "
