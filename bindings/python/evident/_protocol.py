@@ -249,6 +249,15 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'merge-bundle': ErrorInfo('usage', False, True),
     'report-actions': ErrorInfo('receipt', False, True),
     'spawn-failed': ErrorInfo('app', 'depends', True),
+    'key-invalid': ErrorInfo('engine', False, False),
+    'key-missing': ErrorInfo('engine', False, False),
+    'key-permissions': ErrorInfo('engine', False, False),
+    'key-unreadable': ErrorInfo('engine', False, False),
+    'log-corrupt': ErrorInfo('engine', False, False),
+    'log-entry-invalid': ErrorInfo('engine', False, False),
+    'log-not-found': ErrorInfo('engine', False, False),
+    'log-tree-size': ErrorInfo('engine', False, False),
+    'log-verify-failed': ErrorInfo('engine', False, False),
 }
 
 ACTION_KINDS: Mapping[str, ActionKind] = {
