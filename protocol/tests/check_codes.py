@@ -27,6 +27,10 @@ NOT_CODES = {
     "cleanup-failed": "session end reason",
     "evidence-write-failed": "session end reason",
     "engine-shutdown": "session end reason",
+    "sign-failed": "session end reason (signing at close failed; docs/receipts.md)",
+    # parse codes of the envelope verifier, reported as named failing checks, never as errors
+    "envelope-json": "internal parse code of the envelope check",
+    "statement-json": "internal parse code of the statement check",
     # receipt execution fields (docs/receipts.md)
     "external-actions": "receipt execution.kind",
     "external-caller": "receipt execution.claims_authority",
