@@ -106,7 +106,11 @@ bool RegionDamage::changed_now() {
 RegionDamage::Wake RegionDamage::wait_change(std::int64_t deadline_us) {
   const int fd = ConnectionNumber(dpy_);
   for (;;) {
-    if (drain() > 0 && take_damage()) return Wake::kChanged;
+    // Always look at the accumulated damage, not only when a notify arrived: a notify drained
+    // earlier (e.g. by the constructor, for damage after its subtract) is not sent again until
+    // the damage is subtracted, so skipping take_damage() here would miss every later change.
+    drain();
+    if (take_damage()) return Wake::kChanged;
     const std::int64_t left = deadline_us - steady_us();
     if (left <= 0) return Wake::kTimeout;
     pollfd p{fd, POLLIN, 0};
