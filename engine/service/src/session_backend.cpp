@@ -1,5 +1,6 @@
 #include "session_backend.h"
 
+#include "evident/actions/batch.h"
 #include "evident/actions/executor.h"
 #include "display_input.h"
 #include "evident/core/random.h"
@@ -70,6 +71,17 @@ class DisplayLease final : public SessionLease {
                                 static_cast<std::int64_t>(r.input_events)};
   }
 
+  std::string settle(std::int64_t cap_ms) override {
+    const std::int64_t anchor = executor_->last_input_us();
+    if (anchor == 0 || anchor == settled_anchor_) return to_string(SettleOutcome::kFixed);
+    settled_anchor_ = anchor;
+    const ExecutorContext& ctx = executor_->context();
+    if (!ctx.watcher) return to_string(SettleOutcome::kOff);
+    std::lock_guard<std::mutex> lock(d_->x_mutex());
+    if (!d_->dpy() || !d_->alive()) return to_string(SettleOutcome::kOff);
+    return to_string(ctx.watcher->wait_settled(anchor, kSettleQuietMs, cap_ms));
+  }
+
   Status release_all_checked() override { return executor_->release_all_checked(); }
   bool display_alive() override { return d_->alive(); }
   bool app_alive() override { return dm_.app_alive(target_.app_id); }
@@ -80,6 +92,7 @@ class DisplayLease final : public SessionLease {
   std::string owner_;
   SessionTarget target_;
   std::unique_ptr<ActionExecutor> executor_;
+  std::int64_t settled_anchor_ = 0;  // the last input already settled (nothing new since)
 };
 
 }  // namespace

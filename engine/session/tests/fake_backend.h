@@ -68,6 +68,7 @@ class FakeLease final : public SessionLease {
     if (n == w_.fail_action_at) return {"failed", "expected X, observed Y", 1};
     return {"injected", "", 2};
   }
+  std::string settle(std::int64_t) override { return "fixed"; }
   Status release_all_checked() override {
     ++w_.releases;
     if (w_.fail_release) return make_error("input-release-failed", "a key is still down");

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "evident/actions/batch.h"
+
 namespace evident::task {
 
 Result<agents::ModelImage> model_image_of(const agents::Adapter& adapter, const SessionFrame& frame) {
@@ -50,9 +52,12 @@ TurnRun run_turn(SessionLease& lease, const agents::Adapter& adapter, const agen
       ran.detail = out.detail;
       ran.input_events = out.input_event_count;
       ran.input = out.input_event_count > 0;
+      // The model is shown the effect of its input, not a frame raced against the app's repaint:
+      // after input the frame waits for the display to settle (§4 settle, default cap).
+      ran.settle = ran.input ? lease.settle(kSettleDefaultCapMs) : "fixed";
       auto frame = lease.capture();
       Json res{{"index", index}, {"type", ran.type}, {"status", out.status}, {"detail", out.detail},
-               {"frame_sha256", nullptr}};
+               {"settle", ran.settle}, {"frame_sha256", nullptr}};
       ++index;
       if (!frame) {
         call_result["actions"].push_back(std::move(res));

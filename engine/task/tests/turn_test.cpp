@@ -46,6 +46,7 @@ class FakeLease : public SessionLease {
     if (a.type == ActionType::kScreenshot || a.type == ActionType::kZoom || a.type == ActionType::kWait) return {"ok", "", 0};
     return {"injected", "", 2};
   }
+  std::string settle(std::int64_t) override { return "fixed"; }
   Status release_all_checked() override { return ok_status(); }
   bool display_alive() override { return static_cast<int>(executed.size()) < display_dies_after; }
   bool app_alive() override { return static_cast<int>(executed.size()) < app_dies_after; }

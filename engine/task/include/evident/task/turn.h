@@ -29,6 +29,7 @@ struct RanAction {
   std::string detail;             // never typed text or key names
   bool input = false;             // events reached the X server
   std::int64_t input_events = 0;
+  std::string settle;             // settled | still_loading | fixed | off: the wait before the frame
   std::string frame_sha256;       // the full-display frame taken after it
 };
 
