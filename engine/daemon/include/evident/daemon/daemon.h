@@ -4,9 +4,12 @@
 // stream socket, writes one JSON envelope {"op","args"} (≤ Engine::kMaxRequestBytes), shuts
 // down its write side; the daemon reads to EOF (bounded size, read deadline), answers with one
 // JSON object followed by "\n", and closes. The actor is taken from SO_PEERCRED only.
+// Connection model (docs/reliability.md): one event loop holds every connection and reads
+// without blocking; only complete requests reach the bounded worker pool.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -26,8 +29,18 @@ std::string socket_path_from_env();
 struct DaemonOptions {
   std::string socket_path;  // default socket_path_from_env()
   std::string state_dir;    // default default_state_dir()
+  // Requests executing at once (the worker pool); one more complete request is `daemon-busy`.
   int max_connections = 32;
-  int read_timeout_ms = 10000;
+  // Connections held at once (each costs a descriptor and its buffered bytes); also bounded by
+  // half the RLIMIT_NOFILE soft limit, which the daemon raises to the hard limit at start. When
+  // full, the connection that has waited longest for its own request is answered
+  // request-timeout to make room.
+  int max_held_connections = 4096;
+  int read_timeout_ms = 10000;   // from accept to the request's EOF
+  int write_timeout_ms = 10000;  // for the client to take the answer
+  // Test seam: when set, replaces Engine::call for parsed requests (the serve loop's own
+  // robustness tests use it to make a request throw). Never set by the CLI.
+  std::function<Json(const Actor&, const Json&)> call;
   // Warm display pool (EngineOptions::warm): one pre-started display per size, leased by a
   // display create of exactly that size. Each ready pooled display is logged
   // ("warm display :N WxH ready").
