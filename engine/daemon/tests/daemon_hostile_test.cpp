@@ -5,7 +5,9 @@
 // daemon serves the next request. On main before the fix the 90-byte request killed the daemon.
 #include <signal.h>
 
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -139,6 +141,49 @@ TEST_F(DaemonHostileTest, DeepNestingIsRefusedEverywhere) {
   expect_refused("{\"op\":\"ping\",\"args\":" + std::string(30000, '[') + std::string(30000, ']') + "}",
                  "request-json", "envelope arrays 30,000 deep");
   expect_refused("{\"op\":\"ping\",\"args\":" + nested(64) + "}", "request-json", "envelope 65 deep");
+}
+
+// Issue #9 item 3: `display destroy` while a `cu actions` batch runs freed the display, capturer
+// and change watcher the batch still used (SIGSEGV 10/10). Now the destroy cancels the batch and
+// waits for it; the batch answers display-destroyed, the destroy succeeds, the daemon serves on.
+// Each round first proves the batch holds the display (a probe gets display-busy), so the race
+// is the one of the issue; a round where the probe got in first is set up again, not counted.
+TEST_F(DaemonHostileTest, DestroyDuringABatchFailsTheBatchAndFreesNothingInUse) {
+  int raced = 0;
+  for (int round = 0; round < 40 && raced < 10; ++round) {
+    Json created = send(R"({"op":"display.create","args":{"width":320,"height":240}})");
+    ASSERT_EQ(created.value("ok", false), true) << created.dump();
+    const std::string ref = "\"display_id\":" + created["display"]["id"].dump() +
+                            ",\"generation\":" + created["display"]["generation"].dump();
+    const std::string actions =
+        round % 2 == 0 ? R"([{"type":"wait","ms":1500},{"type":"screenshot"}])"
+                       : R"([{"type":"wait","ms":1500},{"type":"click","x":5,"y":5}])";
+    auto batch = std::async(std::launch::async, [&] {
+      return send("{\"op\":\"cu.actions\",\"args\":{" + ref + ",\"request\":{\"actions\":" +
+                  actions + ",\"observe\":\"pixels\",\"settle\":true}}}");
+    });
+    // The batch holds the display once a probe is refused display-busy.
+    bool held = false;
+    for (int i = 0; i < 200 && !held; ++i) {
+      Json probe = send("{\"op\":\"cu.actions\",\"args\":{" + ref +
+                        ",\"request\":{\"actions\":[]}}}");
+      const std::string code = probe["error"].value("code", "");
+      if (code == "display-busy") held = true;
+      else if (batch.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) break;
+    }
+    Json destroyed = send("{\"op\":\"display.destroy\",\"args\":{" + ref + "}}");
+    EXPECT_EQ(destroyed.value("ok", false), true) << destroyed.dump();
+    Json answer = batch.get();
+    if (!held) continue;
+    ++raced;
+    SCOPED_TRACE("round " + std::to_string(round));
+    EXPECT_EQ(answer.value("ok", true), false) << answer.dump();
+    EXPECT_EQ(answer["error"].value("code", ""), "display-destroyed") << answer.dump();
+    expect_alive();
+  }
+  EXPECT_EQ(raced, 10);
+  Json list = send(R"({"op":"display.list","args":{}})");
+  EXPECT_TRUE(list["displays"].empty()) << list.dump();
 }
 
 // Issue #9 item 7: the CLI aborted (exit 134, no JSON) on invalid UTF-8 in any argument.

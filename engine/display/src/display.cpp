@@ -192,7 +192,36 @@ std::shared_ptr<DisplayAttachment> OwnedDisplay::attachment(
   return attachment_;
 }
 
+std::shared_ptr<void> OwnedDisplay::begin_batch(std::function<void()> cancel) {
+  std::lock_guard lock(batch_mu_);
+  if (destroyed_.load()) return nullptr;
+  const std::uint64_t id = next_batch_++;
+  batches_.emplace(id, std::move(cancel));
+  // The guard only names the batch; its deleter runs when the batch is done with the display.
+  return std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
+                               [this, id](void*) {
+                                 std::lock_guard l(batch_mu_);
+                                 batches_.erase(id);
+                                 batch_cv_.notify_all();
+                               });
+}
+
 void OwnedDisplay::teardown() {
+  {
+    // Batches in flight are told to stop and waited for (bounded) before anything they use is
+    // freed; a batch that outlives the bound keeps the objects (leaked, never freed under it).
+    std::unique_lock lock(batch_mu_);
+    destroyed_ = true;
+    for (auto& [id, cancel] : batches_) {
+      if (cancel) cancel();
+    }
+    if (!batch_cv_.wait_for(lock, std::chrono::milliseconds(kBatchDrainBoundMs),
+                            [this] { return batches_.empty(); })) {
+      (void)watcher_.release();
+      (void)capturer_.release();
+      dpy_.store(nullptr);
+    }
+  }
   destroyed_ = true;
   std::shared_ptr<DisplayAttachment> attached;
   {

@@ -262,6 +262,23 @@ void Engine::Impl::register_ops() {
     } release{disp, owner};
     const std::string frames = options.runtime_dir + "/cu-frames";
     (void)make_private_dir(frames);
+    // Shares the display's lifetime with this batch: a destroy that races it cancels the batch
+    // and waits for it (bounded) before freeing what the executor uses (docs/reliability.md).
+    // Declared before the executor, so it is dropped after the executor released held input.
+    struct CancelTarget {
+      std::mutex mu;
+      ActionExecutor* executor = nullptr;  // set while the batch runs; cancel() under mu
+      void set(ActionExecutor* e) {
+        std::lock_guard lock(mu);
+        executor = e;
+      }
+    };
+    auto cancel_target = std::make_shared<CancelTarget>();
+    std::shared_ptr<void> in_use = disp->begin_batch([cancel_target] {
+      std::lock_guard lock(cancel_target->mu);
+      if (cancel_target->executor) cancel_target->executor->cancel();
+    });
+    if (!in_use) return make_error("display-destroyed", "the display was destroyed; nothing ran");
     ExecutorContext ctx;
     {
       std::lock_guard<std::mutex> lock(disp->x_mutex());
@@ -288,7 +305,16 @@ void Engine::Impl::register_ops() {
     if (!ex.ok()) return ex.error();
     // The batch releases (and checks) held input before `release`; the keymap restore is
     // deferred to the display's restorer (docs/input.md).
-    return run_action_batch(**ex, **req);
+    cancel_target->set(ex->get());
+    if (disp->destroyed()) (*ex)->cancel();  // a destroy that began before the store
+    auto result = run_action_batch(**ex, **req);
+    cancel_target->set(nullptr);
+    if (disp->destroyed()) {
+      return make_error("display-destroyed",
+                        "the display was destroyed while the batch ran; the batch was cut short "
+                        "and its held input released");
+    }
+    return result;
   };
 
   // One raw §5 request; the session layer parses it strictly (size first, duplicate keys at

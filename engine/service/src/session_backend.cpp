@@ -15,8 +15,14 @@ class DisplayLease final : public SessionLease {
       : dm_(dm), d_(std::move(d)), owner_(std::move(owner)), target_(std::move(target)) {}
 
   ~DisplayLease() override {
-    // The executor's destructor releases anything still held before the lock goes.
-    executor_.reset();
+    // The executor's destructor releases anything still held before the lock goes. If the
+    // display was destroyed meanwhile, the connection it would use is gone (and the server with
+    // it, so nothing is held): the executor is then dropped without touching X.
+    if (auto in_use = use()) {
+      executor_.reset();
+    } else {
+      (void)executor_.release();  // deliberately leaked: its destructor would use freed X state
+    }
     d_->release_session(owner_);
   }
 
@@ -66,6 +72,10 @@ class DisplayLease final : public SessionLease {
   }
 
   SessionActionOutcome execute(const Action& action, int index) override {
+    // Each call shares the display's lifetime (docs/reliability.md): a destroy that races it
+    // cancels it and waits for it; a destroyed display runs nothing.
+    auto in_use = use();
+    if (!in_use) return SessionActionOutcome{"failed", "expected a live display, observed it destroyed", 0};
     ActionResult r = executor_->execute(action, index);
     return SessionActionOutcome{to_string(r.status), r.detail,
                                 static_cast<std::int64_t>(r.input_events)};
@@ -77,16 +87,30 @@ class DisplayLease final : public SessionLease {
     settled_anchor_ = anchor;
     const ExecutorContext& ctx = executor_->context();
     if (!ctx.watcher) return to_string(SettleOutcome::kOff);
+    auto in_use = use();  // the watcher lives as long as the display: hold it for the wait
+    if (!in_use) return to_string(SettleOutcome::kOff);
     std::lock_guard<std::mutex> lock(d_->x_mutex());
     if (!d_->dpy() || !d_->alive()) return to_string(SettleOutcome::kOff);
     return to_string(ctx.watcher->wait_settled(anchor, kSettleQuietMs, cap_ms));
   }
 
-  Status release_all_checked() override { return executor_->release_all_checked(); }
+
+  Status release_all_checked() override {
+    auto in_use = use();
+    if (!in_use) return make_error("session-display-lost", "the session's display was destroyed");
+    return executor_->release_all_checked();
+  }
   bool display_alive() override { return d_->alive(); }
   bool app_alive() override { return dm_.app_alive(target_.app_id); }
 
  private:
+  std::shared_ptr<void> use() {
+    ActionExecutor* ex = executor_.get();
+    return d_->begin_batch([ex] {
+      if (ex) ex->cancel();
+    });
+  }
+
   DisplayManager& dm_;
   std::shared_ptr<OwnedDisplay> d_;
   std::string owner_;

@@ -118,6 +118,17 @@ class OwnedDisplay {
   // close_x_connection). "x-connect-failed".
   Result<::Display*> open_connection() const;
 
+  // A batch in flight on this display (docs/reliability.md, "Display lifetime"): while the
+  // returned guard lives, teardown does not free the connection, capturer, change watcher or
+  // input state the batch uses. A teardown that races the batch calls `cancel` (which must make
+  // the batch end promptly: waits and holds interrupted, held input released), then waits for
+  // every guard to be dropped, at most kBatchDrainBoundMs. Null when the display is already
+  // destroyed (the batch must not start).
+  std::shared_ptr<void> begin_batch(std::function<void()> cancel);
+  // True once teardown started (a batch that ran across it reports the display as destroyed).
+  bool destroyed() const { return destroyed_.load(); }
+  static constexpr std::int64_t kBatchDrainBoundMs = 30000;
+
  private:
   friend class DisplayManager;
   OwnedDisplay() = default;
@@ -138,6 +149,10 @@ class OwnedDisplay {
   std::optional<std::string> session_holder_;
   std::mutex attachment_mu_;
   std::shared_ptr<DisplayAttachment> attachment_;
+  std::mutex batch_mu_;
+  std::condition_variable batch_cv_;
+  std::uint64_t next_batch_ = 1;
+  std::map<std::uint64_t, std::function<void()>> batches_;  // in flight: their cancel hooks
 };
 
 struct AppInfo {
