@@ -5,6 +5,7 @@
 // and leave every other event queued for its owner. Before declaring "settled" the accumulated
 // damage region is fetched once (a roundtrip), so an event that another reader of the shared
 // connection swallowed cannot make us settle early.
+#include <X11/Xlib-xcb.h>
 #include <X11/Xlib.h>
 #include <X11/extensions/Xdamage.h>
 #include <X11/extensions/Xfixes.h>
@@ -47,6 +48,11 @@ class DamageWatcher final : public ChangeWatcher {
     XFlush(dpy_);
   }
   ~DamageWatcher() override {
+    // On a broken connection (the server died) no Xlib call may be made: after an I/O error
+    // libX11 can block forever in the next request (issue #9: SIGTERM hung here). The server's
+    // objects died with it.
+    xcb_connection_t* c = XGetXCBConnection(dpy_);
+    if (c == nullptr || xcb_connection_has_error(c) != 0) return;
     XDamageDestroy(dpy_, damage_);
     XFixesDestroyRegion(dpy_, parts_);
     XFlush(dpy_);

@@ -15,6 +15,7 @@
 #include "evident/core/fs.h"
 #include "evident/core/json.h"
 #include "evident/daemon/daemon.h"
+#include "evident/display/display.h"
 #include "evident/receipts/verify.h"
 #include "evident/report/report.h"
 #include "evidence_cli.h"
@@ -250,7 +251,7 @@ int run(int argc, char** argv) {
   // app
   auto* appc = app.add_subcommand("app", "apps on owned displays");
   appc->require_subcommand(1);
-  std::int64_t wait_window_ms = 0;
+  std::string wait_window_ms;  // parsed below: refused, never clamped, beyond the bound
   std::vector<std::string> cmd;
   std::string app_id;
   auto* a_launch = appc->add_subcommand("launch", "launch an app on a display: ID GENERATION -- CMD [ARG...]");
@@ -362,7 +363,22 @@ int run(int argc, char** argv) {
   }
   if (a_launch->parsed()) {
     Json args{{"display_id", id}, {"generation", gen}, {"argv", cmd}};
-    if (a_launch->count("--wait-window-ms")) args["wait_window_ms"] = wait_window_ms;
+    if (a_launch->count("--wait-window-ms")) {
+      // Digits only, checked against the bound before any conversion can overflow.
+      const auto max = DisplayManager::kMaxWaitWindowMs;
+      std::int64_t v = 0;
+      bool valid = !wait_window_ms.empty() && wait_window_ms.size() <= 18;
+      for (char c : wait_window_ms) valid = valid && c >= '0' && c <= '9';
+      if (valid) {
+        v = std::stoll(wait_window_ms);
+        valid = v <= max;
+      }
+      if (!valid) {
+        return print_error(g, make_error("usage", "--wait-window-ms must be an integer in 0.." +
+                                                      std::to_string(max)), 2);
+      }
+      args["wait_window_ms"] = v;
+    }
     if (a_launch->count("--env")) args["env"] = launch_env;
     if (a_launch->count("--cwd")) args["cwd"] = absolute(launch_cwd);
     return send(g, "app.launch", args);

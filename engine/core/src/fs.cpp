@@ -8,14 +8,22 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "evident/core/random.h"
 
 namespace evident {
 namespace {
 
+// Retryable when the same call can succeed later without changing it: the disk or quota was
+// full, or the process or system ran out of descriptors (issue #9 item 8).
+bool retryable_errno(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == EAGAIN ||
+         err == EINTR || err == ENOMEM;
+}
+
 Error fs_error(const std::string& what, const std::string& path, int err) {
-  return make_error("fs-error", what + " " + path + ": " + std::strerror(err));
+  return make_error("fs-error", what + " " + path + ": " + std::strerror(err), retryable_errno(err));
 }
 
 Status write_all(int fd, std::string_view bytes, const std::string& path) {
@@ -37,8 +45,18 @@ Status make_private_dir(const std::string& path) {
   std::error_code ec;
   std::filesystem::path p(path);
   if (p.has_parent_path() && !std::filesystem::exists(p.parent_path(), ec)) {
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) return fs_error("cannot create", p.parent_path().string(), ec.value());
+    // Missing ancestors are created 0700 too (e.g. the state dir above evidence/): whatever
+    // evident creates to hold private files is private (contract §3).
+    std::vector<std::filesystem::path> missing;
+    for (auto a = p.parent_path(); !a.empty() && !std::filesystem::exists(a, ec); a = a.parent_path()) {
+      missing.push_back(a);
+      if (a == a.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) {
+        return fs_error("cannot create", it->string(), errno);
+      }
+    }
   }
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     return fs_error("cannot create", path, errno);

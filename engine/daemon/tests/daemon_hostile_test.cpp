@@ -4,6 +4,7 @@
 // object (valid UTF-8) with a stable code whose message echoes nothing of the request, and the
 // daemon serves the next request. On main before the fix the 90-byte request killed the daemon.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <future>
 #include <string>
@@ -186,6 +187,56 @@ TEST_F(DaemonHostileTest, DestroyDuringABatchFailsTheBatchAndFreesNothingInUse) 
   EXPECT_TRUE(list["displays"].empty()) << list.dump();
 }
 
+// Issue #9 item 4: after the Xvfb of a display died during a session batch, SIGTERM never
+// completed (teardown blocked inside libX11 on the dead connection). Now teardown detects the
+// dead connection and makes no Xlib call on it: the daemon exits 0 within a bound and leaves no
+// Xvfb, app or socket of its own.
+TEST_F(DaemonHostileTest, SigtermIsBoundedAfterXvfbDiesMidBatch) {
+  Json created = send(R"({"op":"display.create","args":{"width":320,"height":240}})");
+  ASSERT_EQ(created.value("ok", false), true) << created.dump();
+  const Json id = created["display"]["id"];
+  const Json gen = created["display"]["generation"];
+  Json app = send(dump_json(Json{{"op", "app.launch"},
+                                 {"args", {{"display_id", id}, {"generation", gen},
+                                           {"argv", {"sleep", "1000"}}}}}));
+  ASSERT_EQ(app.value("ok", false), true) << app.dump();
+  const pid_t app_pid = app["app"]["pid"].get<pid_t>();
+  Json begun = send(session(dump_json(Json{{"op", "begin"}, {"display_id", id}, {"generation", gen},
+                                           {"app_id", app["app"]["app_id"]}, {"attempt_id", "a1"},
+                                           {"job_sha256", std::string(64, 'a')}})));
+  ASSERT_EQ(begun.value("ok", false), true) << begun.dump();
+  // Issue #9 item 8: the state directory the daemon created (above evidence/) is private.
+  struct stat st{};
+  ASSERT_EQ(::stat((tmp_.path() + "/state").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // The daemon's Xvfb children (the display's server).
+  std::vector<pid_t> xvfb;
+  for (const auto& p : testing::list_processes()) {
+    if (p.ppid != daemon_->pid() || p.state == 'Z' || p.pid == app_pid) continue;
+    if (testing::slurp("/proc/" + std::to_string(p.pid) + "/comm").rfind("Xvfb", 0) == 0) {
+      xvfb.push_back(p.pid);
+    }
+  }
+  ASSERT_EQ(xvfb.size(), 1u);
+  auto batch = std::async(std::launch::async, [&] {
+    return send(session(dump_json(Json{{"op", "actions"}, {"session_id", begun["session_id"]},
+                                       {"sequence", 0},
+                                       {"actions", {{{"type", "wait"}, {"ms", 1000}},
+                                                    {{"type", "click"}, {"x", 5}, {"y", 5}}}}})));
+  });
+  ASSERT_EQ(::kill(xvfb[0], SIGKILL), 0);
+  Json answer = batch.get();
+  EXPECT_EQ(answer.value("ok", true), false) << answer.dump();
+  const std::int64_t t0 = testing::now_ms();
+  const int status = daemon_->stop(20000);
+  const std::int64_t took = testing::now_ms() - t0;
+  EXPECT_EQ(status, 0) << "SIGTERM did not complete within 20 s";
+  std::printf("SIGTERM after the Xvfb died: exited in %lld ms\n", static_cast<long long>(took));
+  EXPECT_TRUE(testing::wait_pid_gone(app_pid, 10000));
+  EXPECT_TRUE(testing::wait_pid_gone(xvfb[0], 10000));
+  EXPECT_FALSE(testing::path_exists(daemon_->socket()));
+}
+
 // Issue #9 item 7: the CLI aborted (exit 134, no JSON) on invalid UTF-8 in any argument.
 TEST_F(DaemonHostileTest, CliRefusesInvalidUtf8ArgumentsCleanly) {
   const std::string cli = testing::evident_cli_path() + " --socket " +
@@ -205,6 +256,10 @@ TEST_F(DaemonHostileTest, CliRefusesInvalidUtf8ArgumentsCleanly) {
       {"cu actions 0 gen-x --request " + testing::shell_quote("{\"actions\":[\"\xc3\"]}"), 2, "usage"},
       {"session --request @" + testing::shell_quote(file), 1, "session-json"},
       {"cu actions 0 gen-x --request @" + testing::shell_quote(file), 1, "request-json"},
+      // Issue #9 item 8: an integer beyond the documented bound is refused, never clamped.
+      {"app launch 0 gen-x --wait-window-ms 9223372036854775808 -- sleep 1", 2, "usage"},
+      {"app launch 0 gen-x --wait-window-ms 120001 -- sleep 1", 2, "usage"},
+      {"app launch 0 gen-x --wait-window-ms -1 -- sleep 1", 2, "usage"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);

@@ -1,14 +1,17 @@
 #include "evident/display/display.h"
 
 #include <X11/XKBlib.h>
+#include <X11/Xlib-xcb.h>
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
+#include <xcb/xcb.h>
 #include <X11/extensions/XShm.h>
 #include <X11/extensions/XTest.h>
 #include <X11/extensions/Xdamage.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +230,14 @@ void OwnedDisplay::teardown() {
   {
     std::lock_guard lock(attachment_mu_);
     attached = std::move(attachment_);
+  }
+  // A server that already exited: force the connection into its error state without Xlib
+  // (shut the socket, let XCB see EOF), so that nothing below makes an Xlib call on it.
+  if (::Display* dead = dpy_.load(); dead && xvfb_ && xvfb_->exited() && !x_connection_dead(dead)) {
+    ::shutdown(ConnectionNumber(dead), SHUT_RDWR);
+    if (xcb_connection_t* c = XGetXCBConnection(dead)) {
+      std::free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nullptr));
+    }
   }
   // Before the connection closes: the attachment may still need it (and x_mutex).
   if (attached) attached->detach();

@@ -1,5 +1,7 @@
 #include "evident/display/x11.h"
 
+#include <unistd.h>
+
 #include <X11/Xlib-xcb.h>
 #include <X11/Xlib.h>
 #include <xcb/xcb.h>
@@ -87,7 +89,14 @@ void close_x_connection(::Display* dpy) {
   if (!dpy) return;
   // Under the open lock, so a new connection cannot reuse this address in between.
   std::lock_guard lock(open_mu());
-  XCloseDisplay(dpy);
+  if (x_connection_dead(dpy)) {
+    // XCloseDisplay on a broken connection can block forever inside libX11 (it flushes and
+    // takes the display lock an I/O error may have left taken). The socket is closed and the
+    // Display structure is leaked instead: bounded teardown over a few KB (docs/reliability.md).
+    ::close(ConnectionNumber(dpy));
+  } else {
+    XCloseDisplay(dpy);
+  }
   std::lock_guard slock(state_mu());
   states().erase(dpy);
 }
