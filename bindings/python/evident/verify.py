@@ -7,6 +7,7 @@ names and outcomes must agree with ``evident verify`` on every input.
 Command line (same output shape and exit status as ``evident verify``)::
 
     python3 -m evident.verify RECEIPT [--frames DIR] [--png P] [--expect-job H] [--expect-uid N] [--json]
+        [--key PUB.pem]... [--trusted-keys DIR] [--envelope PATH]   (signatures: evident/envelope.py)
 
 Library::
 
@@ -65,9 +66,9 @@ EVENT_KEYS = {
     "claims": frozenset({"index", "kind", "claims_sha256", "frame_sha256"}),
 }
 UNAUTHENTICATED_NOTE = (
-    "NOT AUTHENTICATED: this verifier checks no signatures. The checks above show only that the "
+    "NOT AUTHENTICATED: no --key or --trusted-keys was given. The checks above show only that the "
     "receipt is internally consistent; anyone can write a consistent receipt, so this proves "
-    "nothing about who made it. Authenticate with `evident verify --key PUB` (docs/receipts.md).")
+    "nothing about who made it. Pass the signer's public key (evident key show) to authenticate.")
 TIMESTAMP_KEYS = ("started_at", "frozen_at", "observed_at", "completed_at")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -632,8 +633,11 @@ def _error(code: str, message: str) -> Dict[str, Any]:
 def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
                        png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
                        expect_uid: Optional[int] = None, as_json: bool = False,
-                       out=None) -> int:
-    """Same behaviour as ``evident verify``; returns the exit status (0, 1, or 2)."""
+                       out=None, key_files: Optional[List[str]] = None,
+                       trusted_keys_dir: Optional[str] = None,
+                       envelope_path: Optional[str] = None) -> int:
+    """Same behaviour as ``evident verify``; returns the exit status (0, 1, or 2). With
+    ``key_files``/``trusted_keys_dir`` the envelope is checked too (evident/envelope.py)."""
     out = out or sys.stdout
 
     def fail(code: str, message: str, status: int) -> int:
@@ -645,18 +649,27 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
 
     if expect_job_sha256 and not _HEX64_ANY_CASE.fullmatch(expect_job_sha256):
         return fail("verify-usage", "--expect-job must be 64 hex characters", 2)
+    keys = None
+    if key_files or trusted_keys_dir:   # signatures: docs/receipts.md §8 (evident/envelope.py)
+        from . import envelope as E
+        try:
+            keys = E.load_trusted_keys(key_files or [], trusted_keys_dir)
+        except E.KeyUsageError as e:
+            return fail(e.code, e.message, 2)
     try:
         receipt = load_receipt_file(path)
     except ReceiptFormatError as e:
         return fail(e.code, e.message, 1)
     report = verify_receipt(receipt, frames_dir=frames_dir, png_path=png_path,
                             expect_job_sha256=expect_job_sha256, expect_uid=expect_uid)
+    auth: Dict[str, Any] = {"authenticated": False, "key_id": None}
+    note = UNAUTHENTICATED_NOTE
+    if keys:
+        auth, note = _authenticate(path, receipt, report, keys, envelope_path)
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     if as_json:
-        # This verifier checks no signatures (docs/receipts.md §8): never authenticated.
         result: Dict[str, Any] = {"ok": report["ok"], "receipt_id": report["receipt_id"],
-                                  "checks": report["checks"], "authenticated": False,
-                                  "key_id": None}
+                                  "checks": report["checks"], **auth}
         if not report["ok"]:
             result["error"] = {"code": "verify-failed",
                                "message": "failed checks: " + ", ".join(failed),
@@ -670,8 +683,29 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
             out.write("verified: all %d checks passed\n" % len(report["checks"]))
         else:
             out.write("verification failed: %s\n" % ", ".join(failed))
-        out.write(UNAUTHENTICATED_NOTE + "\n")
+        out.write(note + "\n")
     return 0 if report["ok"] else 1
+
+
+def _authenticate(path: str, receipt: Any, report: Dict[str, Any], keys: List[Any],
+                  envelope_path: Optional[str]):
+    """Appends checks 15-20 to ``report``; returns ({authenticated, key_id}, the note)."""
+    from . import envelope as E
+
+    receipt_ok = report["ok"]
+    with open(path, "rb") as f:
+        data = f.read(MAX_RECEIPT_FILE_BYTES + 1)
+    env = envelope_path or os.path.join(os.path.dirname(path) or ".", E.ENVELOPE_FILE)
+    result = E.verify_receipt_envelope(data, receipt, env, keys)
+    report["checks"] += result["checks"]
+    report["ok"] = all(c["ok"] for c in report["checks"])
+    authenticated = receipt_ok and result["authenticated"]
+    auth = {"authenticated": authenticated,
+            "key_id": result["key_id"] if authenticated else None}
+    note = ("authenticated: signed by %s (a key you trust; see docs/receipts.md, threat model)"
+            % result["key_id"] if authenticated
+            else "NOT AUTHENTICATED: the signature, subject or log checks failed")
+    return auth, note
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -683,10 +717,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--expect-job", metavar="SHA256")
     parser.add_argument("--expect-uid", metavar="N", type=int)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--key", metavar="PUB.pem", action="append", default=[],
+                        help="a trusted public key (repeatable): check the signed envelope")
+    parser.add_argument("--trusted-keys", metavar="DIR", help="a directory of trusted keys")
+    parser.add_argument("--envelope", metavar="PATH",
+                        help="the envelope (default: receipt.dsse.json beside the receipt)")
     args = parser.parse_args(argv)
     return run_verify_command(args.receipt, frames_dir=args.frames, png_path=args.png,
                               expect_job_sha256=args.expect_job, expect_uid=args.expect_uid,
-                              as_json=args.json)
+                              as_json=args.json, key_files=args.key,
+                              trusted_keys_dir=args.trusted_keys, envelope_path=args.envelope)
 
 
 if __name__ == "__main__":
