@@ -13,10 +13,17 @@ PYTEST=(/usr/bin/python3 -m pytest -p no:evident -p evident.pytest_plugin -q)
 "${PYTEST[@]}" bindings/python/tests bench "$@"
 SHARDS="${EVIDENT_SCENARIO_SHARDS_DIR:-$PWD/evidence/scenario-shards}"
 rm -rf "$SHARDS"
+# Each shard's engines keep a state dir outside the bundle whose signing key the merge trusts
+# (pinned here by path, as a CI secret would be); the merge signs its manifest with its own key.
 for i in 1 2; do
   rc=0
-  "${PYTEST[@]}" -n 2 --evident-shard="$i/2" --evident-dir="$SHARDS/shard-$i" scenarios "$@" || rc=$?
+  "$EVIDENT_BIN" key init --state-dir "$SHARDS/state-$i" >/dev/null
+  "${PYTEST[@]}" -n 2 --evident-shard="$i/2" --evident-dir="$SHARDS/shard-$i" \
+    --evident-state-dir="$SHARDS/state-$i" scenarios "$@" || rc=$?
   [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || exit "$rc"   # 5: a selection (-k) left this shard empty
 done
+"$EVIDENT_BIN" key init --state-dir "$SHARDS/merger" >/dev/null
 "$EVIDENT_BIN" merge "$SHARDS/shard-1" "$SHARDS/shard-2" -o "$SHARDS/merged" --require-passed \
-  | tail -n 2
+  --key "$SHARDS/state-1/keys/signing.pub" --key "$SHARDS/state-2/keys/signing.pub" \
+  --state-dir "$SHARDS/merger" | tail -n 3
+"$EVIDENT_BIN" merge --check "$SHARDS/merged" --key "$SHARDS/merger/keys/signing.pub" | tail -n 1

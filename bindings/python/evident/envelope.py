@@ -150,9 +150,6 @@ def load_signing_key(path: str) -> SigningKey:
     """A PKCS#8 PEM Ed25519 private key, readable by its owner only (else key-permissions)."""
     serialization, ed25519, _ = _crypto()
     data = _read_key_file(path)
-    if os.stat(path).st_mode & 0o077:
-        raise KeyUsageError("key-permissions", "the private key file is readable or writable by "
-                            "group or others (chmod 600 it)")
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
@@ -160,6 +157,9 @@ def load_signing_key(path: str) -> SigningKey:
                             "private key") from None
     if not isinstance(key, ed25519.Ed25519PrivateKey):
         raise KeyUsageError("key-invalid", "the private key is not an Ed25519 key")
+    if os.stat(path).st_mode & 0o077:
+        raise KeyUsageError("key-permissions", "the private key file is readable or writable by "
+                            "group or others (chmod 600 it)")
     return SigningKey(key_id_of(key.public_key()), key)
 
 

@@ -1,6 +1,8 @@
 """``evident merge``: turns shard bundles into one verified run (docs/scale.md).
 
     python3 -m evident.merge BUNDLE_DIR... -o OUT [--json] [--require-passed] [--verifier both|python|cpp]
+        [--key PUB.pem]... [--trusted-keys DIR] [--signing-key KEY.pem | --state-dir DIR]
+    python3 -m evident.merge --check OUT [--key PUB.pem]... [--trusted-keys DIR]
 
 (``evident merge`` on the C++ CLI runs exactly this.) Every bundle's ``shard.json`` is read
 strictly, every receipt it lists is verified (the C++ and the Python verifiers, with its frames),
@@ -9,6 +11,14 @@ step (a temporary sibling directory renamed into place): receipts, frames dedupl
 digest, ``manifest.json`` (``evident.run-manifest/v1``), ``junit.xml``, ``report.md`` and
 ``durations.json``. A refused merge writes nothing. Exit status: 0 verified and exact; 1
 refused (the failed checks are named); 2 usage (``OUT`` exists, no bundles, ...).
+
+Signatures (docs/scale.md, "Signed evidence in a merge"): with trusted keys every receipt's
+envelope (``receipt.dsse.json``) must verify — the Python verifier (evident/envelope.py) and,
+when ``--verifier`` includes cpp, ``evident verify --key`` too, which must agree — and each
+receipt's ``authenticated``, ``key_id`` and ``host_id`` go into the manifest; without keys the
+manifest says ``authenticated: false`` for each. With a signing key, ``manifest.dsse.json`` is a
+DSSE envelope over an in-toto Statement (``urn:evident:run-manifest:v1``) whose subjects are the
+output's top-level files.
 
 Library: ``merge(dirs, out, ...) -> MergeResult`` (``ok``, ``checks``, ``manifest``,
 ``error_code``); ``check_bundles(dirs, ...)`` runs the checks without writing anything.
@@ -31,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .plan import (ShardError, assign, check_plan, fsync_dir, fsync_write, load_json_strict,
                    plan_sha256)
-from .verify import ReceiptFormatError, domain_digest, jcs
+from .verify import ReceiptFormatError, domain_digest, jcs, parse_strict
 
 __all__ = ["MergeCheck", "MergeResult", "check_bundles", "check_output", "merge", "main",
            "RECEIPT_CHECKS",
@@ -47,6 +57,9 @@ MAX_SHARD_FILE_BYTES = 64 * 1024 * 1024
 MAX_RECEIPTS_PER_BUNDLE = 100_000
 MAX_NAMED = 20           # test ids named in one check's detail, then "+N more"
 MAX_NAME_CHARS = 200
+MANIFEST_PREDICATE_TYPE = "urn:evident:run-manifest:v1"
+MANIFEST_ENVELOPE = "manifest.dsse.json"
+SIGNED_OUTPUTS = ("manifest.json", "junit.xml", "report.md", "durations.json")
 SHARD_KEYS = frozenset({"schema", "plan_sha256", "index", "total", "plan", "tests", "outcomes",
                         "durations_ms", "receipts", "runner", "exit_status"})
 RECEIPT_ENTRY_KEYS = frozenset({"test", "path", "receipt_id", "sha256", "host_id"})
@@ -188,8 +201,109 @@ def _verify_receipt(path: Path, verifier: str) -> Tuple[bool, List[str], List[st
     return v.ok, sorted({f"{c.verifier}:{c.name}" for c in v.failed}), list(v.verifiers)
 
 
+def evident_cli() -> Optional[str]:
+    """The ``evident`` binary for the C++ cross-checks: $EVIDENT_BIN (``evident merge`` sets it
+    to itself), else the build tree beside the loaded ``_core``, else ``evident`` on PATH."""
+    env = os.environ.get("EVIDENT_BIN")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    from ._native import find_core
+
+    core = find_core()
+    if core is not None and getattr(core, "__file__", None):
+        cand = Path(core.__file__).resolve().parents[2] / "engine" / "cli" / "evident"
+        if os.access(cand, os.X_OK):
+            return str(cand)
+    return shutil.which("evident")
+
+
+@dataclass
+class Keys:
+    """The trusted keys of a merge or a check, and how to pass them to ``evident verify``."""
+    keys: List[Any]
+    cli_args: List[str]
+
+    @property
+    def ids(self) -> List[str]:
+        return sorted({k.key_id for k in self.keys})
+
+
+def load_keys(key_files: Sequence[str] = (), trusted_keys_dir: Optional[str] = None
+              ) -> Optional[Keys]:
+    """None without key options; raises envelope.KeyUsageError for unusable ones."""
+    if not key_files and not trusted_keys_dir:
+        return None
+    from . import envelope as E
+
+    keys = E.load_trusted_keys(list(key_files), trusted_keys_dir)
+    args: List[str] = []
+    for k in key_files:
+        args += ["--key", os.path.abspath(k)]
+    if trusted_keys_dir:
+        args += ["--trusted-keys", os.path.abspath(trusted_keys_dir)]
+    return Keys(keys, args)
+
+
+def authenticate_receipt(path: Path, envelope: Path, frames_dir: Path, keys: Keys,
+                         verifier: str) -> Dict[str, Any]:
+    """Checks one receipt's envelope with the trusted keys: the Python verifier always, the C++
+    ``evident verify --key`` too when ``verifier`` includes cpp (their check names and outcomes
+    must agree). Returns ``{"authenticated", "key_id", "failed": [...], "verifiers": [...]}``."""
+    from . import envelope as E
+
+    failed: List[str] = []
+    ran: List[str] = []
+    data = path.read_bytes()
+    try:
+        receipt = parse_strict(data)
+    except ReceiptFormatError:
+        receipt = None
+    py = E.verify_receipt_envelope(data, receipt, str(envelope), keys.keys)
+    ran.append("python")
+    py_checks = [(c["name"], c["ok"]) for c in py["checks"]]
+    failed += [f"python:{n}" for n, ok in py_checks if not ok]
+    key_id = py["key_id"] if py["authenticated"] else None
+    authenticated = py["authenticated"]
+    if verifier in ("both", "cpp"):
+        cli = evident_cli()
+        if cli is None:
+            if verifier == "cpp":
+                failed.append("cpp:unavailable")
+                authenticated = False
+        else:
+            import subprocess
+
+            p = subprocess.run([cli, "verify", str(path), "--frames", str(frames_dir),
+                                "--envelope", str(envelope), *keys.cli_args, "--json"],
+                               capture_output=True, text=True, timeout=120)
+            try:
+                doc = json.loads(p.stdout)
+            except ValueError:
+                doc = {}
+            ran.append("cpp")
+            cpp_checks = [(c.get("name"), c.get("ok")) for c in doc.get("checks", [])
+                          if c.get("name") in E.ENVELOPE_CHECKS]
+            failed += [f"cpp:{n}" for n, ok in cpp_checks if not ok]
+            if cpp_checks != py_checks:
+                failed.append("verifiers-disagree")
+            if not doc.get("authenticated") or doc.get("key_id") != key_id:
+                authenticated = False
+    if failed:
+        authenticated = False
+    return {"authenticated": bool(authenticated), "key_id": key_id if authenticated else None,
+            "failed": failed, "verifiers": ran}
+
+
+def _host_id(receipt: Dict[str, Any], entry: Dict[str, Any]) -> Optional[str]:
+    """engine.host_id of a v3 receipt; else what shard.json recorded; else None."""
+    engine = receipt.get("engine")
+    if isinstance(engine, dict) and isinstance(engine.get("host_id"), str):
+        return engine["host_id"]
+    return entry.get("host_id") if isinstance(entry.get("host_id"), str) else None
+
+
 def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
-                  options: Optional[Dict[str, Any]] = None
+                  options: Optional[Dict[str, Any]] = None, keys: Optional[Keys] = None
                   ) -> Tuple[List[MergeCheck], List[_Bundle], Dict[str, Any]]:
     """Runs every merge check; writes nothing. Returns (checks, bundles, facts)."""
     options = options or {}
@@ -323,6 +437,7 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
     for b in members:
         s = b.shard
         listed_ok, digest_problems, verify_problems, extra_problems = [], [], [], []
+        sig_problems: List[str] = []
         for r in s["receipts"]:
             if r["test"] not in s["tests"]:
                 listed_ok.append(f"a receipt of a test the shard does not list ({r['path'][:80]})")
@@ -351,10 +466,21 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
                 for name, cok, cdetail in fn(path, parsed, options):
                     if not cok:
                         extra_problems.append((name, f"{r['path'][:120]}: {cdetail}"))
+            envelope = path.parent / "receipt.dsse.json"
+            auth = {"authenticated": False, "key_id": None}
+            if keys is not None:
+                auth = authenticate_receipt(path, envelope, path.parent, keys, verifier)
+                facts.setdefault("signature_verifiers", set()).update(auth["verifiers"])
+                if not auth["authenticated"]:
+                    sig_problems.append(f"{r['path'][:120]} ({', '.join(auth['failed'])})")
             if r["receipt_id"] in ids_seen:
                 doubled_receipts.append(r["receipt_id"])
             ids_seen[r["receipt_id"]] = b.label
-            b.receipts.append({**r, "_path": path, "_parsed": parsed})
+            b.receipts.append({**r, "_path": path, "_parsed": parsed,
+                               "_authenticated": auth["authenticated"],
+                               "_key_id": auth["key_id"],
+                               "_envelope": envelope if envelope.is_file()
+                               and not envelope.is_symlink() else None})
         total = len(s["receipts"])
         add("receipt-listed", not listed_ok, "; ".join(listed_ok[:MAX_NAMED])
             or f"{total} receipts inside the bundle", b)
@@ -363,6 +489,11 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
         add("receipt-verify", not verify_problems,
             "failed: " + "; ".join(verify_problems[:MAX_NAMED]) if verify_problems
             else f"{len(b.receipts)} receipts verified with their frames", b)
+        if keys is not None:
+            add("receipt-signature", not sig_problems,
+                "not authenticated by a trusted key: " + "; ".join(sig_problems[:MAX_NAMED])
+                if sig_problems else f"{len(b.receipts)} receipts signed by a trusted key "
+                "(envelope, signature, statement, subjects, log inclusion)", b)
         names = sorted({n for n, _ in extra_problems})
         for name in names:
             add(name, False, "; ".join(d for n, d in extra_problems if n == name)[:2000], b)
@@ -444,7 +575,11 @@ def _report_md(manifest: Dict[str, Any], checks: List[MergeCheck]) -> bytes:
              f"- receipts: {manifest['receipt_count']} verified "
              f"({', '.join(manifest['verification']['verifiers'])}); frames: "
              f"{manifest['frames']['unique']} unique of {manifest['frames']['references']} "
-             "referenced", "", "## Checks", ""]
+             "referenced",
+             f"- authentication: {manifest['authentication']['authenticated']} of "
+             f"{manifest['authentication']['receipts']} receipts signed by a trusted key"
+             if manifest["authentication"]["required"] else
+             "- authentication: " + manifest["authentication"]["note"], "", "## Checks", ""]
     for c in checks:
         where = f" [{c.bundle}]" if c.bundle else ""
         lines.append(f"- {'ok' if c.ok else 'FAIL'} `{c.name}`{where}: {c.detail}")
@@ -457,7 +592,8 @@ def _report_md(manifest: Dict[str, Any], checks: List[MergeCheck]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any]) -> Dict[str, Any]:
+def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any],
+           keys: Optional[Keys] = None, signer: Any = None) -> Dict[str, Any]:
     from . import __version__
 
     members: List[_Bundle] = sorted(facts["members"], key=lambda b: b.shard["index"])
@@ -491,11 +627,14 @@ def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any]) -> Dict[s
                 if h not in frames:
                     frames[h] = _copy_durable(path.parent / f"{h}.png",
                                               tmp / "frames" / f"{h}.png")
+            env = r["_envelope"]
             entry = {"receipt_id": r["receipt_id"], "sha256": r["sha256"],
                      "attempt_id": r["_parsed"].get("binding", {}).get("attempt_id"),
-                     "job_sha256": r["_parsed"].get("binding", {}).get("job_sha256")}
-            if "host_id" in r:
-                entry["host_id"] = r["host_id"]
+                     "job_sha256": r["_parsed"].get("binding", {}).get("job_sha256"),
+                     "authenticated": r["_authenticated"], "key_id": r["_key_id"],
+                     "host_id": _host_id(r["_parsed"], r),
+                     "envelope_sha256": hashlib.sha256(env.read_bytes()).hexdigest()
+                     if env is not None else None}
             tests[r["test"]]["receipts"].append(entry)
     counts = {k: 0 for k in OUTCOMES}
     for t in tests.values():
@@ -512,9 +651,13 @@ def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any]) -> Dict[s
                    "bytes": sum(frames.values())},
         "verification": {"verifiers": sorted(facts["verifiers"]),
                          "checks": sorted({c.name for c in checks})},
-        "signature": {"state": "unsigned",
-                      "reason": "this build has no signing key support; the manifest is "
-                                "integrity-protected by manifest_id only"},
+        "authentication": _authentication(tests, keys, facts),
+        "signature": ({"state": "signed", "key_id": signer.key_id,
+                       "envelope": MANIFEST_ENVELOPE, "predicate_type": MANIFEST_PREDICATE_TYPE,
+                       "subjects": list(SIGNED_OUTPUTS)} if signer is not None else
+                      {"state": "unsigned",
+                       "reason": "no --signing-key or --state-dir was given; the manifest is "
+                                 "integrity-protected by manifest_id only"}),
         "merger": {"evident": __version__, "hostname": socket.gethostname()},
         "merged_at": _now(),
     }
@@ -528,14 +671,105 @@ def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any]) -> Dict[s
                  if t["duration_ms"] is not None}
     fsync_write(str(tmp / "durations.json"),
                 (json.dumps(durations, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    if signer is not None:
+        sign_outputs(tmp, signer, SIGNED_OUTPUTS, MANIFEST_PREDICATE_TYPE,
+                     {"manifest_id": manifest["manifest_id"],
+                      "plan_sha256": manifest["plan_sha256"]})
     for d in ("receipts", "frames", "shards", "."):
         fsync_dir(str(tmp / d))
     return manifest
 
 
+def _authentication(tests: Dict[str, Dict[str, Any]], keys: Optional[Keys],
+                    facts: Dict[str, Any]) -> Dict[str, Any]:
+    rs = [r for t in tests.values() for r in t["receipts"]]
+    n_auth = sum(1 for r in rs if r["authenticated"])
+    return {"required": keys is not None,
+            "trusted_keys": keys.ids if keys is not None else [],
+            "verifiers": sorted(facts.get("signature_verifiers", set())),
+            "receipts": len(rs), "authenticated": n_auth,
+            "signing_keys": sorted({r["key_id"] for r in rs if r["key_id"]}),
+            "host_ids": sorted({r["host_id"] for r in rs if r["host_id"]}),
+            "note": ("every receipt's envelope verified with a trusted key" if keys is not None
+                     else "NOT AUTHENTICATED: no --key or --trusted-keys was given; the receipts "
+                          "are internally consistent, which proves nothing about who made "
+                          "them")}
+
+
+def sign_outputs(root: Path, signer: Any, names: Sequence[str], predicate_type: str,
+                 predicate: Dict[str, Any]) -> Dict[str, Any]:
+    """Writes ``root/manifest.dsse.json``: a DSSE envelope (in-toto Statement v1 of
+    ``predicate_type``) whose subjects are ``names`` with the SHA-256 of their bytes."""
+    from . import envelope as E
+
+    subjects = [{"name": n, "digest": {"sha256": hashlib.sha256((root / n).read_bytes())
+                                       .hexdigest()}} for n in names]
+    statement = {"_type": E.STATEMENT_TYPE, "subject": subjects, "predicateType": predicate_type,
+                 "predicate": predicate}
+    env = E.sign_statement(signer, statement)
+    fsync_write(str(root / MANIFEST_ENVELOPE), E.envelope_bytes(env))
+    return env
+
+
+def check_signed_outputs(root: Path, keys: Optional[Keys], predicate_type: str,
+                         manifest: Dict[str, Any], id_key: str) -> Tuple[bool, str, Optional[str]]:
+    """(ok, detail, signer key id): ``root/manifest.dsse.json`` verifies with a trusted key, is
+    about this manifest (``predicate[id_key]``) and its subjects are exactly the files the
+    manifest's ``signature.subjects`` lists, with their bytes."""
+    from . import envelope as E
+
+    if keys is None:
+        return False, "no --key or --trusted-keys was given", None
+    path = root / MANIFEST_ENVELOPE
+    if not path.is_file():
+        return False, "no manifest.dsse.json (the manifest is unsigned)", None
+    checks, st, signer = E.open_envelope(str(path), keys.keys, predicate_type)
+    bad = [c["name"] for c in checks if not c["ok"]]
+    if bad:
+        return False, "failed: " + ", ".join(bad), None
+    sig = manifest.get("signature") if isinstance(manifest.get("signature"), dict) else {}
+    names = sig.get("subjects")
+    pred = st.get("predicate")
+    if not (isinstance(pred, dict) and pred.get(id_key) == manifest.get(id_key)):
+        return False, "the envelope is about another manifest", None
+    if sig.get("key_id") != signer.key_id:
+        return False, "the manifest names another signing key", None
+    if not isinstance(names, list) or not names:
+        return False, "the manifest lists no signed files", None
+    subj = st.get("subject")
+    want = [{"name": n, "digest": {"sha256": hashlib.sha256((root / n).read_bytes())
+                                   .hexdigest() if (root / n).is_file() else None}}
+            for n in names if isinstance(n, str) and "/" not in n]
+    if subj != want:
+        return False, "the signed subjects are not these files' bytes (changed after " \
+                      "signing?)", None
+    return True, f"signed by {signer.key_id}: " + ", ".join(names), signer.key_id
+
+
+def load_signer(signing_key: Optional[str], state_dir: Optional[str]):
+    """The merging key: ``--signing-key`` (PKCS#8 PEM Ed25519), else ``--state-dir``'s
+    ``keys/signing.key``, else None (unsigned). Raises envelope.KeyUsageError."""
+    from . import envelope as E
+
+    if signing_key:
+        return E.load_signing_key(signing_key)
+    if state_dir:
+        return E.load_signing_key(os.path.join(state_dir, "keys", "signing.key"))
+    return None
+
+
 def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
-          require_passed: bool = False) -> MergeResult:
+          require_passed: bool = False, key_files: Sequence[str] = (),
+          trusted_keys_dir: Optional[str] = None, signing_key: Optional[str] = None,
+          state_dir: Optional[str] = None) -> MergeResult:
     """Checks the bundles and, only when every check passes, writes ``out`` in one step."""
+    from . import envelope as E
+
+    try:
+        keys = load_keys(key_files, trusted_keys_dir)
+        signer = load_signer(signing_key, state_dir)
+    except E.KeyUsageError as e:
+        return MergeResult(False, [], error_code=e.code, message=e.message)
     if not dirs or len(dirs) > MAX_BUNDLES:
         return MergeResult(False, [], error_code="merge-usage",
                            message=f"give 1..{MAX_BUNDLES} bundle directories")
@@ -546,7 +780,7 @@ def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
     if out_path.exists() and (not out_path.is_dir() or any(out_path.iterdir())):
         return MergeResult(False, [], error_code="merge-output-exists",
                            message="the output exists and is not an empty directory")
-    checks, _bundles, facts = check_bundles(dirs, verifier=verifier)
+    checks, _bundles, facts = check_bundles(dirs, verifier=verifier, keys=keys)
     if require_passed and facts.get("members"):
         bad = sorted(t for b in facts["members"] for t, o in b.shard["outcomes"].items()
                      if o in ("failed", "error", "xpassed"))
@@ -565,7 +799,7 @@ def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
         return MergeResult(False, checks, error_code="merge-write-failed",
                            message=f"cannot create the output: {e.strerror}")
     try:
-        manifest = _build(tmp, checks, facts)
+        manifest = _build(tmp, checks, facts, keys, signer)
         if out_path.exists():
             out_path.rmdir()  # empty (checked above)
         os.rename(tmp, out_path)
@@ -580,10 +814,13 @@ def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
 # ------------------------------------------------------------------------------------------------
 # re-checking a merged output
 
-def check_output(out: str, *, verifier: str = "both") -> List[MergeCheck]:
+def check_output(out: str, *, verifier: str = "both", keys: Optional[Keys] = None
+                 ) -> List[MergeCheck]:
     """Re-runs, on a merged output alone, every check that its files allow: the manifest's id,
     the plan digest and exact cover, the shards' shard.json digests and assignments, each
-    receipt's digest and verification against ``frames/``."""
+    receipt's digest and verification against ``frames/``; with ``keys``, the signed manifest
+    (``manifest-signature``) and the envelope of every receipt whose recorded signing key is
+    among them (``receipt-signatures``)."""
     from .plan import ShardError
 
     root = Path(out)
@@ -663,6 +900,29 @@ def check_output(out: str, *, verifier: str = "both") -> List[MergeCheck]:
                 problems.append(f"{r['receipt_id'][:20]}… {e.code}")
     add("receipts", not problems, "; ".join(problems[:MAX_NAMED])
         or f"{n} receipts are the listed bytes and verify against frames/")
+    if keys is not None:
+        ok, detail, _ = check_signed_outputs(root, keys, MANIFEST_PREDICATE_TYPE, m,
+                                             "manifest_id")
+        add("manifest-signature", ok, detail)
+        problems, rechecked, resting = [], 0, 0
+        for t in tests:
+            for r in t.get("receipts", []):
+                if not r.get("authenticated"):
+                    if (m.get("authentication") or {}).get("required"):
+                        problems.append(f"{r['receipt_id'][:20]}… recorded as not authenticated")
+                    continue
+                if r.get("key_id") not in keys.ids:
+                    resting += 1
+                    continue
+                base = root / "receipts" / r["receipt_id"]
+                auth = authenticate_receipt(Path(f"{base}.json"), Path(f"{base}.dsse.json"),
+                                            root / "frames", keys, verifier)
+                rechecked += 1
+                if not auth["authenticated"] or auth["key_id"] != r["key_id"]:
+                    problems.append(f"{r['receipt_id'][:20]}… ({', '.join(auth['failed'])})")
+        add("receipt-signatures", not problems, "; ".join(problems[:MAX_NAMED]) or
+            f"{rechecked} receipt envelopes re-verified with the given keys; {resting} signed by "
+            "keys not given here (their authentication rests on the signed manifest)")
     return checks
 
 
@@ -681,15 +941,36 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
                         help="also refuse when a test failed, errored or xpassed")
     parser.add_argument("--verifier", default="both", choices=("both", "python", "cpp"))
     parser.add_argument("--check", metavar="OUT", help="re-check a merged output instead")
+    parser.add_argument("--key", metavar="PUB.pem", action="append", default=[],
+                        help="a trusted public key (repeatable): receipts must be signed by one "
+                             "(with --check: the manifest's signer, and receipts signed by it)")
+    parser.add_argument("--trusted-keys", metavar="DIR", help="a directory of trusted keys")
+    parser.add_argument("--signing-key", metavar="KEY.pem",
+                        help="sign manifest.dsse.json with this Ed25519 PKCS#8 PEM key")
+    parser.add_argument("--state-dir", metavar="DIR",
+                        help="sign with DIR/keys/signing.key (when no --signing-key)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return 2 if e.code else 0
     if args.check:
-        checks = check_output(args.check, verifier=args.verifier)
+        from . import envelope as E
+
+        try:
+            keys = load_keys(args.key, args.trusted_keys)
+        except E.KeyUsageError as e:
+            if args.json:
+                out.write(json.dumps({"ok": False, "error": {
+                    "code": e.code, "message": e.message, "retryable": False}}) + "\n")
+            else:
+                sys.stderr.write(f"evident: error [{e.code}]: {e.message}\n")
+            return 2
+        checks = check_output(args.check, verifier=args.verifier, keys=keys)
         ok = bool(checks) and all(c.ok for c in checks)
+        authenticated = ok and keys is not None
         if args.json:
-            doc = {"ok": ok, "checks": [c.as_json() for c in checks]}
+            doc = {"ok": ok, "checks": [c.as_json() for c in checks],
+                   "authenticated": authenticated}
             if not ok:
                 doc["error"] = {"code": "merge-refused", "message": "failed checks: " + ", ".join(
                     c.name for c in checks if not c.ok), "retryable": False}
@@ -698,13 +979,18 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
             for c in checks:
                 out.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}\n")
             out.write("merged output verified\n" if ok else "merged output does NOT verify\n")
+            if ok and not authenticated:
+                out.write("NOT AUTHENTICATED: no --key or --trusted-keys was given; the output "
+                          "is consistent, which proves nothing about who merged it\n")
         return 0 if ok else 1
     if not args.out or not args.bundles:
         result = MergeResult(False, [], error_code="merge-usage",
                              message="usage: evident merge DIR... -o OUT")
     else:
         result = merge(args.bundles, args.out, verifier=args.verifier,
-                       require_passed=args.require_passed)
+                       require_passed=args.require_passed, key_files=args.key,
+                       trusted_keys_dir=args.trusted_keys, signing_key=args.signing_key,
+                       state_dir=args.state_dir)
     status = 0 if result.ok else (1 if result.error_code == "merge-refused" else 2)
     if args.json:
         doc: Dict[str, Any] = {"ok": result.ok, "checks": [c.as_json() for c in result.checks]}
@@ -712,7 +998,10 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
             doc.update(out=result.out, manifest_id=result.manifest["manifest_id"],
                        plan_sha256=result.manifest["plan_sha256"],
                        outcomes=result.manifest["outcomes"],
-                       signature=result.manifest["signature"]["state"])
+                       signature=result.manifest["signature"]["state"],
+                       authenticated=result.manifest["authentication"]["authenticated"] ==
+                       result.manifest["receipt_count"] and
+                       result.manifest["authentication"]["required"])
         else:
             doc["error"] = {"code": result.error_code, "message": result.message,
                             "retryable": False}
@@ -726,6 +1015,10 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
         out.write(f"merged {len(m['shards'])} shards, {len(m['tests'])} tests, "
                   f"{m['receipt_count']} verified receipts, {m['frames']['unique']} frames "
                   f"into {result.out}\nmanifest {m['manifest_id']} ({m['signature']['state']})\n")
+        a = m["authentication"]
+        out.write(f"receipts authenticated: {a['authenticated']} of {a['receipts']} by "
+                  f"{', '.join(a['signing_keys']) or 'no key'}\n" if a["required"]
+                  else a["note"] + "\n")
     else:
         sys.stderr.write(f"evident: error [{result.error_code}]: {result.message}\n")
     return status

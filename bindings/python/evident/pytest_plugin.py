@@ -63,6 +63,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep evidence of every test (always) or only of failing ones")
     group.addoption("--evident-display-size", default=None, metavar="WxH",
                     help=f"default display size (default: {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]})")
+    group.addoption("--evident-state-dir", default=None, metavar="DIR",
+                    help="the engine's state dir (its signing key keys/signing.*, run log); "
+                         "default: a fresh temporary one per worker. Give a kept one so the "
+                         "key that signs receipts can be pinned (docs/scale.md)")
     _add_evidence_options(group)
 
 
@@ -402,7 +406,13 @@ class Actions(ActionHelpers):
 def evident_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                    ) -> Iterator[Engine]:
     """One in-process engine per worker; everything it owns is destroyed at the end."""
-    state = tmp_path_factory.mktemp(f"evident-state-{worker_id()}")
+    given = request.config.getoption("evident_state_dir", None)
+    if given:   # shared by the xdist workers: one key, one run log (flock'ed)
+        state = Path(given).resolve()
+        state.mkdir(parents=True, exist_ok=True)
+        os.chmod(state, 0o700)
+    else:
+        state = tmp_path_factory.mktemp(f"evident-state-{worker_id()}")
     # An explicit runtime dir, so the apps' logs (<runtime>/apps/<app_id>.log) can be copied into
     # the evidence before it goes; removed at the end like the engine's own default one.
     runtime = tmp_path_factory.mktemp(f"evident-run-{worker_id()}")

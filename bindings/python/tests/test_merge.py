@@ -6,6 +6,7 @@ frame, a forged listing, a missing shard, a duplicated shard, a foreign shard, a
 not finish, a path out of the bundle, an existing output."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -62,8 +63,12 @@ def bundles(tmp_path_factory):
     suite = base / "suite"
     suite.mkdir()
     (suite / "test_suite.py").write_text(SUITE)
-    r1 = _pytest(suite, "-n", "2", "--evident-shard=1/2", f"--evident-dir={base / 'b1'}")
-    r2 = _pytest(suite, "--evident-shard=2/2", f"--evident-dir={base / 'b2'}")
+    # Each shard's engine keeps its state dir (its signing key) outside the bundle, as a CI
+    # runner would; the xdist workers of shard 1 share one.
+    r1 = _pytest(suite, "-n", "2", "--evident-shard=1/2", f"--evident-dir={base / 'b1'}",
+                 f"--evident-state-dir={base / 'state1'}")
+    r2 = _pytest(suite, "--evident-shard=2/2", f"--evident-dir={base / 'b2'}",
+                 f"--evident-state-dir={base / 'state2'}")
     assert r1.returncode == 0, r1.stdout + r1.stderr
     assert r2.returncode == 0, r2.stdout + r2.stderr
     other = base / "other"
@@ -111,8 +116,14 @@ def test_merge_of_two_real_shards_is_verified_and_exact(bundles, tmp_path):
     out = tmp_path / "merged"
     status, doc = run_merge(b1, b2, "-o", out)
     assert status == 0 and doc["ok"], doc
-    assert doc["signature"] == "unsigned"
+    assert doc["signature"] == "unsigned" and doc["authenticated"] is False
     m = json.loads((out / "manifest.json").read_text())
+    # without keys: said plainly, per receipt and for the run
+    assert m["authentication"]["required"] is False
+    assert "NOT AUTHENTICATED" in m["authentication"]["note"]
+    assert all(r["authenticated"] is False and r["key_id"] is None
+               for t in m["tests"] for r in t["receipts"])
+    assert not (out / "manifest.dsse.json").exists()
     assert m["schema"] == "evident.run-manifest/v1"
     # manifest_id and the plan digest, recomputed here from their definitions.
     body = {k: v for k, v in m.items() if k != "manifest_id"}
@@ -310,20 +321,214 @@ def test_require_passed_refuses_a_failed_test(bundles, tmp_path):
     assert victim["t"] in detail(d, "tests-passed")
 
 
-def test_cli_merge_runs_the_package_with_both_verifiers(bundles, tmp_path):
-    """`evident merge` (C++ CLI) finds the interpreter and this tree's package by itself."""
-    if not os.path.exists(EVIDENT_BIN):
-        pytest.skip("the evident CLI is not built")
+def test_cli_merge_runs_the_package_with_both_verifiers(bundles, keys, tmp_path):
+    """`evident merge` (C++ CLI) finds the interpreter, this tree's package and itself (for
+    the signature cross-check) by itself."""
     b1, b2 = copy(bundles, tmp_path, "b1", "b2")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVIDENT_BIN")}
     r = subprocess.run([EVIDENT_BIN, "merge", str(b1), str(b2), "-o", str(tmp_path / "m"),
-                        "--json"], capture_output=True, text=True, env=env, timeout=120)
+                        "--trusted-keys", str(keys["trusted"]), "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
-    assert doc["ok"] and doc["signature"] == "unsigned"
+    assert doc["ok"] and doc["signature"] == "unsigned" and doc["authenticated"] is True
     m = json.loads((tmp_path / "m" / "manifest.json").read_text())
     assert m["verification"]["verifiers"] == ["cpp", "python"]
+    assert m["authentication"]["verifiers"] == ["cpp", "python"]
     r = subprocess.run([EVIDENT_BIN, "--json", "merge", str(b1), "-o", str(tmp_path / "n")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "merge-refused"
     assert not (tmp_path / "n").exists()
+
+
+# ---- signed evidence: receipts' envelopes checked against trusted keys; a signed manifest ----
+
+def _key_init(state: Path) -> Path:
+    r = subprocess.run([EVIDENT_BIN, "key", "init", "--state-dir", str(state), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return state / "keys"
+
+
+@pytest.fixture(scope="module")
+def keys(bundles, tmp_path_factory):
+    if not os.path.exists(EVIDENT_BIN):
+        pytest.skip("the evident CLI is not built")
+    k = {"pub1": bundles / "state1" / "keys" / "signing.pub",
+         "pub2": bundles / "state2" / "keys" / "signing.pub"}
+    assert k["pub1"].is_file() and k["pub2"].is_file()
+    k["merger"] = _key_init(tmp_path_factory.mktemp("merger"))
+    k["forger"] = _key_init(tmp_path_factory.mktemp("forger"))
+    trusted = tmp_path_factory.mktemp("trusted")
+    shutil.copy(k["pub1"], trusted / "runner1.pub")
+    shutil.copy(k["pub2"], trusted / "runner2.pub")
+    k["trusted"] = trusted
+    return k
+
+
+def _key_id(pub: Path) -> str:
+    from evident.envelope import load_public_key
+    return load_public_key(str(pub)).key_id
+
+
+def test_signed_merge_authenticates_every_receipt_and_signs_the_manifest(bundles, keys,
+                                                                         tmp_path):
+    b1, b2 = copy(bundles, tmp_path, "b1", "b2")
+    out = tmp_path / "merged"
+    status, doc = run_merge(b1, b2, "-o", out, "--trusted-keys", keys["trusted"],
+                            "--signing-key", keys["merger"] / "signing.key")
+    assert status == 0 and doc["ok"], doc
+    assert doc["signature"] == "signed" and doc["authenticated"] is True
+    assert "receipt-signature" in {c["name"] for c in doc["checks"]}
+    m = json.loads((out / "manifest.json").read_text())
+    ids = {1: _key_id(keys["pub1"]), 2: _key_id(keys["pub2"])}
+    for t in m["tests"]:
+        for r in t["receipts"]:
+            assert r["authenticated"] is True and r["key_id"] == ids[t["shard"]]
+            assert r["envelope_sha256"] == hashlib.sha256(
+                (out / "receipts" / f"{r['receipt_id']}.dsse.json").read_bytes()).hexdigest()
+            assert "host_id" in r      # engine.host_id once receipts carry it (v3), else null
+    a = m["authentication"]
+    assert a["required"] and a["authenticated"] == a["receipts"] == 4
+    assert a["signing_keys"] == sorted(ids.values()) and a["trusted_keys"] == sorted(ids.values())
+    assert a["verifiers"] == ["cpp", "python"]
+    # manifest.dsse.json: an in-toto statement over the output files, by the merging key,
+    # checked here with openssl (the DSSE PAE) and sha256, not with evident's code
+    env = json.loads((out / "manifest.dsse.json").read_text())
+    payload = base64.b64decode(env["payload"])
+    t = env["payloadType"].encode()
+    pae = b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+    (tmp_path / "pae").write_bytes(pae)
+    (tmp_path / "sig").write_bytes(base64.b64decode(env["signatures"][0]["sig"]))
+    v = subprocess.run(["openssl", "pkeyutl", "-verify", "-pubin", "-inkey",
+                        str(keys["merger"] / "signing.pub"), "-rawin", "-in", str(tmp_path / "pae"),
+                        "-sigfile", str(tmp_path / "sig")], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+    st = json.loads(payload)
+    assert st["_type"] == "https://in-toto.io/Statement/v1"
+    assert st["predicateType"] == "urn:evident:run-manifest:v1"
+    assert st["predicate"]["manifest_id"] == m["manifest_id"]
+    assert [s["name"] for s in st["subject"]] == ["manifest.json", "junit.xml", "report.md",
+                                                 "durations.json"]
+    for s in st["subject"]:
+        assert s["digest"]["sha256"] == hashlib.sha256((out / s["name"]).read_bytes()).hexdigest()
+    assert m["signature"]["key_id"] == _key_id(keys["merger"] / "signing.pub")
+    # docs/scale.md: steps 1, 2 and 4 of docs/receipts.md's plain-tools recipe, as written there,
+    # verify the manifest envelope with env=merged/manifest.dsse.json
+    recipe = (ROOT / "docs" / "receipts.md").read_text().split("<!-- recipe:begin -->\n```bash\n")[1]
+    recipe = recipe.split("```")[0]
+    steps = {}
+    head, *parts = recipe.split("\n# ")
+    for part in parts:
+        steps[part[:1]] = "# " + part
+    assert 'env="$DIR/receipt.dsse.json"' in head
+    script = head.replace('env="$DIR/receipt.dsse.json"', 'env="$DIR/manifest.dsse.json"') + "\n" + \
+        "\n".join(steps[k] for k in "124")
+    (tmp_path / "w").mkdir()
+    v = subprocess.run(["bash", "-c", script], env=dict(os.environ, DIR=str(out), W=str(tmp_path / "w"),
+                       PUB=str(keys["merger"] / "signing.pub")), capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+    # --check: the merging key verifies it (and the runners' keys re-verify the receipts) ...
+    status, doc = run_merge("--check", out, "--key", keys["merger"] / "signing.pub",
+                            "--trusted-keys", keys["trusted"])
+    assert status == 0 and doc["ok"] and doc["authenticated"], doc
+    assert "4 receipt envelopes re-verified" in detail_ok(doc, "receipt-signatures")
+    status, doc = run_merge("--check", out, "--key", keys["merger"] / "signing.pub")
+    assert status == 0 and "rests on the signed manifest" in detail_ok(doc, "receipt-signatures")
+    # ... another key does not
+    status, doc = run_merge("--check", out, "--key", keys["forger"] / "signing.pub")
+    assert status == 1 and failed_names(doc) == ["manifest-signature"], doc
+    # a signed output file changed after signing
+    junit = out / "junit.xml"
+    junit.write_bytes(junit.read_bytes().replace(b"evident-merged", b"evident-merged2"))
+    status, doc = run_merge("--check", out, "--key", keys["merger"] / "signing.pub")
+    assert status == 1 and failed_names(doc) == ["manifest-signature"], doc
+    assert "changed after signing" in detail(doc, "manifest-signature")
+
+
+def detail_ok(doc, name):
+    return " | ".join(c["detail"] for c in doc["checks"] if c["name"] == name)
+
+
+def test_merge_with_keys_refuses_an_untrusted_signer(bundles, keys, tmp_path):
+    b1, b2 = copy(bundles, tmp_path, "b1", "b2")
+    d = refused(tmp_path, b1, b2, "--key", keys["pub1"], expect={"receipt-signature"})
+    bad = [c for c in d["checks"] if c["name"] == "receipt-signature" and not c["ok"]]
+    assert [c["bundle"] for c in bad] == [str(b2)]
+    assert "python:signature" in bad[0]["detail"] and "cpp:signature" in bad[0]["detail"]
+    refused(tmp_path, b1, b2, "--key", keys["forger"] / "signing.pub",
+            expect={"receipt-signature"})
+
+
+def test_merge_with_keys_refuses_a_tampered_or_missing_envelope(bundles, keys, tmp_path):
+    b1, b2 = copy(bundles, tmp_path, "b1", "b2")
+    entry, path = first_receipt(b1)
+    envelope = path.parent / "receipt.dsse.json"
+    env = json.loads(envelope.read_text())
+    sig = bytearray(base64.b64decode(env["signatures"][0]["sig"]))
+    sig[0] ^= 1
+    env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
+    envelope.write_text(json.dumps(env))
+    d = refused(tmp_path, b1, b2, "--trusted-keys", keys["trusted"],
+                expect={"receipt-signature"})
+    assert "signature" in detail(d, "receipt-signature")
+    envelope.unlink()
+    d = refused(tmp_path, b1, b2, "--trusted-keys", keys["trusted"],
+                expect={"receipt-signature"})
+    assert "python:envelope" in detail(d, "receipt-signature")
+    # without keys the same bundles merge, and the manifest says they are not authenticated
+    status, doc = run_merge(b1, b2, "-o", tmp_path / "nokeys")
+    assert status == 0 and doc["authenticated"] is False
+
+
+def test_merge_with_keys_refuses_changes_after_signing(bundles, keys, tmp_path):
+    # a frame changed after signing: its digest no longer matches the signed receipt's
+    b1, b2 = copy(bundles, tmp_path, "b1", "b2")
+    entry, path = first_receipt(b1)
+    frame = sorted(path.parent.glob("*.png"))[0]
+    data = bytearray(frame.read_bytes())
+    data[-20] ^= 0xFF
+    frame.write_bytes(bytes(data))
+    d = refused(tmp_path, b1, b2, "--trusted-keys", keys["trusted"], expect={"receipt-verify"})
+    assert "frames" in detail(d, "receipt-verify")
+    # a receipt changed and re-sealed, its listing updated: only the signature catches it
+    (tmp_path / "x").mkdir()
+    b1, b2 = copy(bundles, tmp_path / "x", "b1", "b2")
+    entry, path = first_receipt(b1)
+    from evident.verify import domain_digest, load_receipt_file
+    r = load_receipt_file(str(path))
+    r["claims"] = {"case": 99}
+    c = domain_digest("evident/claims/v2", r["claims"])
+    r["claims_sha256"] = c
+    r["transcript"][-1]["claims_sha256"] = c
+    r["transcript_sha256"] = domain_digest("evident/transcript/v2", r["transcript"])
+    del r["receipt_id"]
+    r["receipt_id"] = "ecr-" + domain_digest("evident/receipt/v2", r)
+    data = jcs(r) + b"\n"
+    path.write_bytes(data)
+    rewrite_shard(b1, lambda s: s["receipts"][0].update(
+        sha256=hashlib.sha256(data).hexdigest(), receipt_id=r["receipt_id"]))
+    status, doc = run_merge(b1, b2, "-o", tmp_path / "x" / "nokeys")
+    assert status == 0                                # integrity alone accepts the forgery
+    d = refused(tmp_path / "x", b1, b2, "--trusted-keys", keys["trusted"],
+                expect={"receipt-signature"})
+    assert "subjects" in detail(d, "receipt-signature")
+
+
+def test_merge_key_usage_errors(bundles, keys, tmp_path):
+    b1, b2 = copy(bundles, tmp_path, "b1", "b2")
+    for args, code in ((["--key", tmp_path / "absent.pub"], "key-unreadable"),
+                       (["--trusted-keys", tmp_path], "verify-usage"),
+                       (["--signing-key", keys["merger"] / "signing.pub"], "key-invalid")):
+        status, doc = run_merge(b1, b2, "-o", tmp_path / "m", *args)
+        assert status == 2 and doc["error"]["code"] == code, (args, doc)
+        assert not (tmp_path / "m").exists()
+    loose = tmp_path / "loose.key"
+    shutil.copy(keys["merger"] / "signing.key", loose)
+    os.chmod(loose, 0o644)
+    status, doc = run_merge(b1, b2, "-o", tmp_path / "m", "--signing-key", loose)
+    assert status == 2 and doc["error"]["code"] == "key-permissions"
+    # the state dir's key signs by default when --state-dir is given
+    status, doc = run_merge(b1, b2, "-o", tmp_path / "m", "--state-dir",
+                            keys["merger"].parent)
+    assert status == 0 and doc["signature"] == "signed"
