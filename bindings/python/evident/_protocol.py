@@ -234,6 +234,7 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'fanout-timeout': ErrorInfo('engine', False, False),
     'fanout-unavailable': ErrorInfo('engine', False, False),
     'fanout-usage': ErrorInfo('usage', False, False),
+    'fanout-unauthenticated': ErrorInfo('engine', False, False),
     'fanout-verify-failed': ErrorInfo('engine', False, False),
     'merge-output-exists': ErrorInfo('usage', False, False),
     'merge-refused': ErrorInfo('usage', False, False),

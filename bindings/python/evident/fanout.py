@@ -22,7 +22,14 @@ started but its result never reached the client: the worker died). **Counting ru
 counted attempt is the execution whose result reached the client as ``closed`` with a receipt
 that verified at the client (both verifiers, its frames, its job digest and attempt id). The
 client plans attempt k+1 only after attempt k ended without one, so at most one execution per
-job is counted; every other execution stays in the ledger, uncounted.
+job is counted; every other execution stays in the ledger, uncounted. With trusted keys
+(``key_files``/``trusted_keys_dir``, ``--key``/``--trusted-keys``) "verified" includes the
+receipt's signed envelope (evident.merge.authenticate_receipt: both verifiers); a receipt that is
+not signed by a trusted key fails (``fanout-unauthenticated``) and is not counted. Workers sign
+with their engine's state dir key: ``$EVIDENT_FANOUT_STATE_DIR`` (one per machine, shared by its
+worker processes; give it so the key can be pinned), else a temporary one per process. With a
+signing key (``signing_key``/``state_dir``) the client writes ``manifest.dsse.json`` beside
+``manifest.json`` (in-toto, ``urn:evident:fanout-manifest:v1``; docs/scale.md).
 """
 from __future__ import annotations
 
@@ -53,6 +60,7 @@ __all__ = ["JobContext", "FanoutError", "FanoutResult", "run", "load_jobs", "job
 RESOURCE = "DESKTOP"
 JOBS_SCHEMA = "evident.fanout-jobs/v1"
 MANIFEST_SCHEMA = "evident.fanout-manifest/v1"
+FANOUT_PREDICATE_TYPE = "urn:evident:fanout-manifest:v1"
 DOMAIN_JOB = "evident/fanout-job/v1"
 DOMAIN_PLAN = "evident/fanout-plan/v1"
 DOMAIN_MANIFEST = "evident/fanout-manifest/v1"
@@ -158,7 +166,11 @@ def _engine():
 
             from .engine import Engine
 
-            state = tempfile.mkdtemp(prefix=f"evident-fanout-engine-{os.getpid()}-")
+            state = os.environ.get("EVIDENT_FANOUT_STATE_DIR")
+            if state:   # this machine's kept state dir: its key can be pinned
+                os.makedirs(state, mode=0o700, exist_ok=True)
+            else:
+                state = tempfile.mkdtemp(prefix=f"evident-fanout-engine-{os.getpid()}-")
             engine = Engine(state_dir=state)
             _ENGINE["engine"] = engine
             atexit.register(engine.close)
@@ -310,7 +322,7 @@ def _connect(client_or_address: Any):
 
 
 def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
-            verifier: str) -> Dict[str, Any]:
+            verifier: str, keys: Any = None) -> Dict[str, Any]:
     """Writes a closed execution's evidence durably at the client and verifies it there."""
     from .errors import ReceiptError
     from .verification import verify_receipt
@@ -335,7 +347,20 @@ def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
     failed = sorted({f"{c.verifier}:{c.name}" for c in v.failed})
     if not attempt_ok:
         failed.append("attempt_id")
-    return {"ok": v.ok and attempt_ok, "failed": failed, "verifiers": list(v.verifiers),
+    auth = {"authenticated": False, "key_id": None, "failed": [], "verifiers": []}
+    if keys is not None:
+        from .merge import authenticate_receipt
+
+        auth = authenticate_receipt(dest / "receipt.json", dest / "receipt.dsse.json", dest,
+                                    keys, verifier)
+        failed += auth["failed"]
+    engine = receipt.get("engine") if isinstance(receipt.get("engine"), dict) else {}
+    host = engine.get("host_id") if isinstance(engine.get("host_id"), str) else None
+    ok = v.ok and attempt_ok and (keys is None or auth["authenticated"])
+    return {"ok": ok, "failed": failed, "verifiers": list(v.verifiers),
+            "signature_verifiers": auth["verifiers"],
+            "error": None if ok or not v.ok or keys is None else "fanout-unauthenticated",
+            "authenticated": auth["authenticated"], "key_id": auth["key_id"], "host_id": host,
             "receipt_id": receipt.get("receipt_id"),
             "sha256": hashlib.sha256(files["receipt.json"]).hexdigest(),
             "path": f"attempts/{res['attempt_id']}/receipt.json"}
@@ -343,12 +368,24 @@ def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
 
 def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
         max_attempts: int = 3, timeout_s: float = 3600, verifier: str = "both",
-        evidence_root: Optional[str] = None) -> FanoutResult:
-    """Runs ``jobs`` on the cluster; writes ``out_dir`` (evidence, manifest.json); returns
-    :class:`FanoutResult` (``ok`` iff every job has exactly one counted, verified attempt)."""
+        evidence_root: Optional[str] = None, key_files: Sequence[str] = (),
+        trusted_keys_dir: Optional[str] = None, signing_key: Optional[str] = None,
+        state_dir: Optional[str] = None) -> FanoutResult:
+    """Runs ``jobs`` on the cluster; writes ``out_dir`` (evidence, manifest.json and, with a
+    signing key, manifest.dsse.json); returns :class:`FanoutResult` (``ok`` iff every job has
+    exactly one counted, verified — with keys: authenticated — attempt). Key problems raise
+    FanoutError with the key-* / verify-usage code before anything runs."""
     from distributed import as_completed
 
+    from . import envelope as E
+    from .merge import load_keys, load_signer
+
     jobs = validate_jobs(jobs)
+    try:
+        keys = load_keys(key_files, trusted_keys_dir)
+        signer = load_signer(signing_key, state_dir)
+    except E.KeyUsageError as e:
+        raise FanoutError(e.code, e.message) from None
     if not 1 <= max_attempts <= MAX_ATTEMPTS:
         raise FanoutError("fanout-usage", "max_attempts is 1..%d" % MAX_ATTEMPTS)
     out = Path(out_dir)
@@ -368,6 +405,7 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
     results: Dict[str, Dict[str, Any]] = {}   # attempt key -> the result that reached us
     counted: Dict[str, str] = {}            # job id -> counted attempt_id
     verifiers: set = set()
+    sig_verifiers: set = set()
     cancelled: set = set()                  # attempt keys still running at the deadline
     deadline = time.monotonic() + timeout_s
     try:
@@ -386,10 +424,12 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
             if isinstance(value, dict) and "attempt_id" in value:
                 results[future.key] = value
                 if value["state"] == "closed":
-                    verdict = _accept(out, value, by_id[job_id], digests[job_id], verifier)
+                    verdict = _accept(out, value, by_id[job_id], digests[job_id], verifier,
+                                      keys)
                     verifiers.update(verdict.get("verifiers", []))
+                    sig_verifiers.update(verdict.get("signature_verifiers", []))
                     value["verification"] = {k: v for k, v in verdict.items()
-                                             if k != "verifiers"}
+                                             if k not in ("verifiers", "signature_verifiers")}
                     if verdict["ok"]:
                         counted[job_id] = value["attempt_id"]
                     else:
@@ -419,15 +459,21 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
         if owned:
             client.close()
     manifest = _manifest(run_id, plan, planned, results, events, counted, verifiers,
-                         started_at, digests, cancelled)
+                         started_at, digests, cancelled, keys, signer, sig_verifiers)
     fsync_write(str(out / "manifest.json"),
                 (json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
                 .encode("utf-8"))
+    if signer is not None:
+        from .merge import sign_outputs
+
+        sign_outputs(out, signer, ["manifest.json"], FANOUT_PREDICATE_TYPE,
+                     {"manifest_id": manifest["manifest_id"],
+                      "plan_sha256": manifest["plan_sha256"]})
     return FanoutResult(manifest["ok"], manifest, str(out))
 
 
 def _manifest(run_id, plan, planned, results, events, counted, verifiers, started_at, digests,
-              cancelled) -> Dict[str, Any]:
+              cancelled, keys=None, signer=None, sig_verifiers=()) -> Dict[str, Any]:
     from . import __version__
 
     started = {e["attempt_id"]: e for e in events
@@ -487,15 +533,33 @@ def _manifest(run_id, plan, planned, results, events, counted, verifiers, starte
         "counting_rule": "the execution whose result reached the client as closed with a "
                          "receipt verified at the client; at most one per job",
         "verification": {"verifiers": sorted(verifiers)},
-        "signature": {"state": "unsigned",
-                      "reason": "this build has no signing key support; integrity by "
-                                "manifest_id only"},
+        "authentication": _authentication(ledger, keys, sig_verifiers),
+        "signature": ({"state": "signed", "key_id": signer.key_id,
+                       "envelope": "manifest.dsse.json", "predicate_type": FANOUT_PREDICATE_TYPE,
+                       "subjects": ["manifest.json"]} if signer is not None else
+                      {"state": "unsigned",
+                       "reason": "no signing key was given; integrity by manifest_id only"}),
         "client": {"evident": __version__, "hostname": socket.gethostname()},
         "started_at": started_at,
         "finished_at": _now(),
     }
     manifest["manifest_id"] = "efm-" + domain_digest(DOMAIN_MANIFEST, manifest)
     return manifest
+
+
+def _authentication(ledger: List[Dict[str, Any]], keys: Any, sig_verifiers) -> Dict[str, Any]:
+    counted = [e for e in ledger if e["counted"]]
+    return {"required": keys is not None,
+            "trusted_keys": keys.ids if keys is not None else [],
+            "verifiers": sorted(sig_verifiers),
+            "counted": len(counted),
+            "authenticated": sum(1 for e in counted if e.get("authenticated")),
+            "signing_keys": sorted({e["key_id"] for e in counted if e.get("key_id")}),
+            "host_ids": sorted({e["host_id"] for e in counted if e.get("host_id")}),
+            "note": ("every counted receipt's envelope verified with a trusted key"
+                     if keys is not None else
+                     "NOT AUTHENTICATED: no trusted keys were given; the receipts are internally "
+                     "consistent, which proves nothing about who made them")}
 
 
 def _entry(p: Dict[str, Any], started: Dict[str, Any], res: Dict[str, Any],
@@ -512,9 +576,10 @@ def _entry(p: Dict[str, Any], started: Dict[str, Any], res: Dict[str, Any],
         "ended_at": res.get("ended_at"),
         "worker_evidence_dir": res.get("evidence_dir"),
     }
-    if "host_id" in res:
-        e["host_id"] = res["host_id"]
     ver = res.get("verification")
+    e["authenticated"] = bool(ver and ver.get("authenticated"))
+    e["key_id"] = ver.get("key_id") if ver else None
+    e["host_id"] = (ver.get("host_id") if ver else None) or res.get("host_id")
     if ver:
         e["verification"] = {"ok": ver.get("ok"), "failed": ver.get("failed", [])}
         if ver.get("ok"):
@@ -536,6 +601,13 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
     parser.add_argument("--max-attempts", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=3600, metavar="S")
     parser.add_argument("--verifier", default="both", choices=("both", "python", "cpp"))
+    parser.add_argument("--key", metavar="PUB.pem", action="append", default=[],
+                        help="a trusted worker key (repeatable): count only receipts it signed")
+    parser.add_argument("--trusted-keys", metavar="DIR", help="a directory of trusted keys")
+    parser.add_argument("--signing-key", metavar="KEY.pem",
+                        help="sign manifest.dsse.json with this Ed25519 PKCS#8 PEM key")
+    parser.add_argument("--state-dir", metavar="DIR",
+                        help="sign with DIR/keys/signing.key (when no --signing-key)")
     parser.add_argument("--json", action="store_true")
     try:
         args = parser.parse_args(argv)
@@ -555,7 +627,9 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
     try:
         jobs = load_jobs(args.jobs)
         result = run(args.scheduler, jobs, out_dir=args.out, max_attempts=args.max_attempts,
-                     timeout_s=args.timeout, verifier=args.verifier)
+                     timeout_s=args.timeout, verifier=args.verifier, key_files=args.key,
+                     trusted_keys_dir=args.trusted_keys, signing_key=args.signing_key,
+                     state_dir=args.state_dir)
     except FanoutError as e:
         return fail(e.code, e.message, 2)
     except OSError as e:

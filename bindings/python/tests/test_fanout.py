@@ -60,8 +60,14 @@ def cpp_verify(out: Path, receipt: dict, job_sha256: str) -> dict:
 
 @pytest.fixture
 def dask_processes(tmp_path):
-    """A scheduler and two workers (DESKTOP=1 each, no nanny) as separate processes."""
+    """A scheduler and two workers (DESKTOP=1 each, no nanny) as separate processes; the
+    workers share this machine's kept state dir, whose signing key the client trusts."""
     env = _env()
+    state = tmp_path / "worker-state"
+    r = subprocess.run([EVIDENT_BIN, "key", "init", "--state-dir", str(state), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    env["EVIDENT_FANOUT_STATE_DIR"] = str(state)
     logs = tmp_path / "logs"
     logs.mkdir()
     sched_file = tmp_path / "scheduler.json"
@@ -90,7 +96,7 @@ def dask_processes(tmp_path):
                                          "--death-timeout", "60"]) for i in range(2)]
         client = Client(address, timeout=30)
         wait_for(lambda: len(client.scheduler_info()["workers"]) == 2, 60, "two workers")
-        yield client, workers, logs
+        yield client, workers, logs, state
     finally:
         if client is not None:
             client.close()
@@ -106,7 +112,11 @@ def dask_processes(tmp_path):
 
 
 def test_killed_worker_every_job_one_counted_verified_attempt(dask_processes, tmp_path):
-    client, workers, logs = dask_processes
+    client, workers, logs, state = dask_processes
+    merger = tmp_path / "client-state"
+    r = subprocess.run([EVIDENT_BIN, "key", "init", "--state-dir", str(merger), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
     victim = workers[0]
     hold = tmp_path / "hold"
     hold.mkdir()
@@ -116,7 +126,9 @@ def test_killed_worker_every_job_one_counted_verified_attempt(dask_processes, tm
 
     def go():
         try:
-            box["result"] = fanout.run(client, jobs, out_dir=str(out), timeout_s=300)
+            box["result"] = fanout.run(client, jobs, out_dir=str(out), timeout_s=300,
+                                       key_files=[str(state / "keys" / "signing.pub")],
+                                       state_dir=str(merger))
         except BaseException as e:  # noqa: BLE001 - reported by the assertion below
             box["error"] = e
 
@@ -161,6 +173,22 @@ def test_killed_worker_every_job_one_counted_verified_attempt(dask_processes, tm
     assert next(j for j in m["jobs"] if j["id"] == lost_job)["counted_attempt_id"] != lost_attempt
     # The surviving worker ran the rest.
     assert {e["pid"] for e in ledger if e["counted"]} == {workers[1].pid}
+    # Every counted receipt was signed by the workers' pinned key (both verifiers) ...
+    from evident import envelope as E
+    from evident.merge import check_signed_outputs, load_keys
+    worker_key = E.load_public_key(str(state / "keys" / "signing.pub")).key_id
+    assert all(e["authenticated"] and e["key_id"] == worker_key for e in ledger if e["counted"])
+    a = m["authentication"]
+    assert a["required"] and a["authenticated"] == a["counted"] == len(jobs)
+    assert a["verifiers"] == ["cpp", "python"] and a["signing_keys"] == [worker_key]
+    # ... and the client signed the manifest: it verifies with the client's key only
+    client_pub = str(merger / "keys" / "signing.pub")
+    ok, why, key_id = check_signed_outputs(out, load_keys([client_pub]),
+                                           fanout.FANOUT_PREDICATE_TYPE, m, "manifest_id")
+    assert ok and key_id == m["signature"]["key_id"], why
+    ok, why, _ = check_signed_outputs(out, load_keys([str(state / "keys" / "signing.pub")]),
+                                      fanout.FANOUT_PREDICATE_TYPE, m, "manifest_id")
+    assert not ok and "signature" in why
 
 
 def test_local_cluster_retry_rule_and_cli(tmp_path):
@@ -183,6 +211,22 @@ def test_local_cluster_retry_rule_and_cli(tmp_path):
         assert {j["id"]: j["outcome"] for j in m["jobs"]} == {"job-1": "closed", "bad": "failed"}
         good = next(j for j in m["jobs"] if j["id"] == "job-1")
         cpp_verify(tmp_path / "out", good["receipt"], good["job_sha256"])
+
+        # Trusted keys that did not sign (these workers' keys are temporary): verified but not
+        # authenticated, so not counted.
+        forger = tmp_path / "forger"
+        subprocess.run([EVIDENT_BIN, "key", "init", "--state-dir", str(forger)],
+                       capture_output=True, check=True, timeout=60)
+        result = fanout.run(client, [click_job(4)], out_dir=str(tmp_path / "untrusted"),
+                            max_attempts=1, key_files=[str(forger / "keys" / "signing.pub")])
+        (e,) = result.manifest["ledger"]
+        assert not result.ok and e["state"] == "failed" and not e["counted"]
+        assert e["error"] == "fanout-unauthenticated" and not e["authenticated"]
+        assert "python:signature" in e["verification"]["failed"]
+        with pytest.raises(fanout.FanoutError) as err:
+            fanout.run(client, [click_job(4)], out_dir=str(tmp_path / "nokey"),
+                       key_files=[str(tmp_path / "absent.pub")])
+        assert err.value.code == "key-unreadable" and not (tmp_path / "nokey").exists()
 
         # The CLI, through the C++ binary, against the same cluster.
         jobs_file = tmp_path / "jobs.json"
