@@ -140,10 +140,10 @@ fi
 
 echo "== session: finish"
 S="$(session "{\"op\":\"finish\",\"session_id\":\"$SID\",\"sequence\":3,\"observation_sha256\":\"$OBS_SHA\",\"claims\":{\"background\":\"$BG\",\"checked_pixel\":{\"x\":5,\"y\":5}}}")"
-RECEIPT="$(printf '%s' "$S" | field receipt_path)"
 
-echo "== session: close"
+echo "== session: close (the receipt becomes receipt.json only now, after cleanup, and is signed)"
 S="$(session "{\"op\":\"close\",\"session_id\":\"$SID\",\"sequence\":4}")"
+RECEIPT="$(printf '%s' "$S" | field receipt_path)"
 printf '%s' "$S" | "$PY" -c 'import json,sys; r=json.load(sys.stdin); assert r["closed"] and r["cleanup_complete"], r; print("closed; cleanup complete; receipt", r["receipt_id"])'
 
 echo "== evident verify --frames --key (signature, subjects and run-log inclusion)"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -218,10 +217,11 @@ class Session:
 
     @property
     def receipt_path(self) -> Optional[str]:
-        """``<evidence_dir>/receipt.json`` once finished."""
-        if not self.evidence_dir or not self.receipt:
+        """``<evidence_dir>/receipt.json`` once closed (the engine writes it only at close;
+        before that the receipt exists only as :attr:`receipt`)."""
+        if not self.closed_reply:
             return None
-        return os.path.join(self.evidence_dir, "receipt.json")
+        return self.closed_reply.get("receipt_path")
 
     def verify(self, *, frames: bool = True, expect_job_sha256: Optional[str] = None,
                expect_uid: Optional[int] = None):

@@ -184,16 +184,18 @@ Result<Json> build_actions_file(const ReceiptInput& input, const Json& receipt) 
               {"actions", std::move(entries)}};
 }
 
-Status write_evidence_files(const std::string& dir, const ReceiptInput& input,
-                            const Json& receipt) {
+Status write_actions_file(const std::string& dir, const ReceiptInput& input, const Json& receipt) {
   auto actions = build_actions_file(input, receipt);
   if (!actions.ok()) return actions.error();
   auto bytes = canonicalize(*actions);
   if (!bytes.ok()) return bytes.error();
   bytes->push_back('\n');
-  if (auto st = write_file_atomic(dir + "/" + std::string(kActionsFileName), *bytes, 0600); !st) {
-    return st;
-  }
+  return write_file_atomic(dir + "/" + std::string(kActionsFileName), *bytes, 0600);
+}
+
+Status write_evidence_files(const std::string& dir, const ReceiptInput& input,
+                            const Json& receipt) {
+  if (auto st = write_actions_file(dir, input, receipt); !st) return st;
   return write_receipt_atomic(dir, receipt);
 }
 

@@ -573,10 +573,11 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       in.claims = req.claims;
       auto receipt = build_receipt(in);
       if (!receipt) return refuse(receipt.error());
-      // Frames first, durably; then the receipt atomically, so a crash never leaves a receipt
-      // that names frames which are not on disk.
+      // Frames first, durably, then actions.json. receipt.json is written only at close, after
+      // cleanup: a session that never closes (aborted, expired, the daemon killed) leaves no
+      // receipt that could verify as the record of a completed session (docs/sessions.md).
       sync_dir_fs(r->evidence_dir);
-      if (auto st = write_evidence_files(r->evidence_dir, in, *receipt); !st) return refuse(st.error());
+      if (auto st = write_actions_file(r->evidence_dir, in, *receipt); !st) return refuse(st.error());
       std::lock_guard<std::mutex> lock(mu_);
       r->receipt = *receipt;
       r->receipt_id = (*receipt)["receipt_id"].get<std::string>();
@@ -584,15 +585,12 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       r->sequence += 1;
       r->busy = false;
       cv_.notify_all();
-      Json s = snapshot(*r, now_ms());
-      s["receipt_path"] = r->evidence_dir + "/" + std::string(kReceiptFileName);
-      return s;
+      return snapshot(*r, now_ms());
     }
     case SessionOp::kClose: {
       Status st = cleanup(*r);
       if (!st) {
-        // Fail closed: a session whose cleanup failed keeps no receipt.
-        ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+        // Fail closed: a session whose cleanup failed keeps no receipt (none was written).
         log_end(*r, "failed");
         std::lock_guard<std::mutex> lock(mu_);
         r->receipt = nullptr;
@@ -604,6 +602,24 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
         cv_.notify_all();
         return error_json(make_error(st.error().code, st.error().message + "; the receipt was withdrawn"));
       }
+      // Cleanup is complete: the receipt becomes receipt.json now (atomically, then the
+      // directory synced), and only then is it signed. Fail closed: a receipt that cannot be
+      // written is never there.
+      const std::string receipt_path = r->evidence_dir + "/" + std::string(kReceiptFileName);
+      if (Status w = write_receipt_atomic(r->evidence_dir, r->receipt); !w) {
+        ::unlink(receipt_path.c_str());
+        log_end(*r, "failed");
+        std::lock_guard<std::mutex> lock(mu_);
+        r->receipt = nullptr;
+        r->phase = "failed";
+        r->end_reason = "evidence-write-failed";
+        r->end_error = Json{{"code", w.error().code}, {"message", w.error().message}};
+        r->ended_mono = now_ms();
+        r->busy = false;
+        cv_.notify_all();
+        return error_json(make_error(w.error().code, w.error().message + "; no receipt was kept"));
+      }
+      sync_dir_fs(r->evidence_dir);
       // Sign at close: the run-log entry, then receipt.dsse.json. Fail closed: a receipt that
       // cannot be signed is withdrawn (seal_closed logs the failure).
       Json sealed = nullptr;
@@ -634,6 +650,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       s["closed"] = true;
       s["cleanup_complete"] = true;
       s["receipt_id"] = r->receipt_id;
+      s["receipt_path"] = receipt_path;
       if (!sealed.is_null()) {
         s["envelope_path"] = r->evidence_dir + "/" + std::string(kEnvelopeFileName);
         s["log"] = sealed;
@@ -642,10 +659,8 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
     }
     case SessionOp::kAbort: {
       Status st = cleanup(*r);
-      if (r->phase == "finished") {
-        // An aborted session keeps no receipt, whatever phase it reached.
-        ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
-      }
+      // An aborted session keeps no receipt, whatever phase it reached: receipt.json is
+      // written only at close.
       log_end(*r, st ? "aborted" : "failed");
       std::lock_guard<std::mutex> lock(mu_);
       r->receipt = nullptr;
@@ -699,8 +714,8 @@ std::size_t SessionManager::expire_due_locked(std::unique_lock<std::mutex>& lock
   lock.unlock();
   for (auto& r : due) {
     Status st = cleanup(*r);
-    // Only a closed session keeps its receipt: an expired one never acknowledged cleanup.
-    if (r->phase == "finished") ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+    // Only a closed session keeps its receipt: an expired one never reached close, so none
+    // was written.
     log_end(*r, "expired");
     std::lock_guard<std::mutex> g(mu_);
     r->receipt = nullptr;
@@ -778,7 +793,6 @@ void SessionManager::abort_all() {
   lock.unlock();
   for (auto& r : live) {
     Status st = cleanup(*r);
-    if (r->phase == "finished") ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
     log_end(*r, "aborted");
     std::lock_guard<std::mutex> g(mu_);
     r->receipt = nullptr;

@@ -213,5 +213,56 @@ TEST_F(SessionCli, DisconnectedCallerDoesNotCancelInputInFlight) {
   EXPECT_EQ(next["sequence"], 2);
 }
 
+// Issue #9 item 5: a finished session whose daemon is SIGKILLed before close keeps no receipt.
+// receipt.json is written only at close, so nothing is left that `evident verify` could accept
+// as the record of a completed session, and a restarted daemon has nothing to withdraw.
+TEST_F(SessionCli, DaemonKilledBetweenFinishAndCloseLeavesNoReceipt) {
+  Json d = cli("display create --width 640 --height 480");
+  ASSERT_EQ(code_of(d), "ok") << d.dump();
+  Json a = cli("app launch " + std::to_string(d["display"]["id"].get<int>()) + " " +
+               d["display"]["generation"].get<std::string>() + " --wait-window-ms 10000 -- " +
+               shell_quote(std::string(EVIDENT_BINARY_DIR) + "/fixtures/app/evident-fixture-app") +
+               " --events " + shell_quote(root_ + "/app-events.jsonl"));
+  ASSERT_EQ(code_of(a), "ok") << a.dump();
+  Json b = session(Json{{"op", "begin"}, {"display_id", d["display"]["id"]},
+                        {"generation", d["display"]["generation"]}, {"app_id", a["app"]["app_id"]},
+                        {"attempt_id", "killed"}, {"job_sha256", std::string(64, 'f')}});
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  const std::string evidence = b["evidence_dir"];
+  ASSERT_EQ(code_of(session(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0},
+                                 {"actions", Json::array({Json{{"type", "click"}, {"x", 245}, {"y", 105}}})}})),
+            "ok");
+  Json f = session(Json{{"op", "freeze"}, {"session_id", sid}, {"sequence", 1}});
+  ASSERT_EQ(code_of(f), "ok") << f.dump();
+  Json o = session(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", 2},
+                        {"pre_observation_sha256", f["frame"]["sha256"]}});
+  ASSERT_EQ(code_of(o), "ok") << o.dump();
+  Json fin = session(Json{{"op", "finish"}, {"session_id", sid}, {"sequence", 3},
+                          {"observation_sha256", o["frame"]["sha256"]}, {"claims", {{"k", "v"}}}});
+  ASSERT_EQ(code_of(fin), "ok") << fin.dump();
+  ASSERT_TRUE(fin["receipt"].is_object());
+  EXPECT_TRUE(fs::exists(evidence + "/actions.json"));  // finish's evidence is on disk
+
+  EXPECT_EQ(daemon_->kill_hard(), 128 + SIGKILL);
+  EXPECT_FALSE(fs::exists(evidence + "/receipt.json"));
+  EXPECT_FALSE(fs::exists(evidence + "/receipt.dsse.json"));
+  // Even the receipt the caller got from finish, written out by hand, is unsigned: with the
+  // engine's key, verification refuses it (no envelope, no log entry).
+  const std::string copy = root_ + "/finish-reply-receipt.json";
+  ASSERT_TRUE(write_receipt_atomic(root_, fin["receipt"]).ok());
+  fs::rename(root_ + "/receipt.json", copy);
+  auto [vrc, vout] = run_command(shell_quote(evident_) + " --json verify " + shell_quote(copy) +
+                                 " --frames " + shell_quote(evidence) + " --key " +
+                                 shell_quote(root_ + "/state/keys/signing.pub") + " 2>&1");
+  EXPECT_NE(vrc, 0) << vout;
+  EXPECT_NE(vout.find("\"authenticated\":false"), std::string::npos) << vout;
+
+  // A restarted daemon on the same state dir starts clean and leaves no receipt either.
+  daemon_ = std::make_unique<testing::EvidentDaemon>(root_);
+  ASSERT_TRUE(daemon_->start()) << slurp(daemon_->log_path());
+  EXPECT_FALSE(fs::exists(evidence + "/receipt.json"));
+}
+
 }  // namespace
 }  // namespace evident

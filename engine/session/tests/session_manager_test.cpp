@@ -165,15 +165,23 @@ TEST_F(SessionTest, FullSessionProducesAVerifiableReceiptAndCleansUp) {
   vo.expect_job_sha256 = kJob;
   VerifyReport rep = verify_receipt(receipt, vo);
   EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
-  auto loaded = load_receipt_file(b["evidence_dir"].get<std::string>() + "/receipt.json");
-  ASSERT_TRUE(loaded.ok());
-  EXPECT_EQ(*loaded, receipt);
+  // Finished is not closed: the receipt is not a file yet (only a closed session keeps one).
+  const std::string receipt_file = b["evidence_dir"].get<std::string>() + "/receipt.json";
+  EXPECT_FALSE(fin.contains("receipt_path"));
+  EXPECT_FALSE(fs::exists(receipt_file));
 
   Json c = simple("close", sid, 4);
   ASSERT_EQ(code(c), "ok") << c.dump();
   EXPECT_EQ(c["closed"], true);
   EXPECT_EQ(c["cleanup_complete"], true);
   EXPECT_EQ(c["receipt_id"], receipt["receipt_id"]);
+  EXPECT_EQ(c["receipt_path"], receipt_file);
+  auto loaded = load_receipt_file(receipt_file);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(*loaded, receipt);
+  struct stat rst {};
+  ASSERT_EQ(::stat(receipt_file.c_str(), &rst), 0);
+  EXPECT_EQ(rst.st_mode & 0777, 0600u);
   EXPECT_EQ(world_.leases_open, 0);
   EXPECT_FALSE(world_.locked[1]);
   EXPECT_FALSE(fs::exists(root_ / "run/sessions" / sid));
@@ -478,10 +486,11 @@ TEST_F(SessionTest, FreezeResetsTheDeadlineTo45Seconds) {
   EXPECT_EQ(world_.leases_open, 0);
 }
 
-TEST_F(SessionTest, FinishedButUnclosedSessionExpiresAndWithdrawsItsReceipt) {
+TEST_F(SessionTest, FinishedButUnclosedSessionExpiresWithoutAReceipt) {
   std::string sid = to_phase("finished");
   std::string dir = status(sid)["evidence_dir"];
-  ASSERT_TRUE(fs::exists(dir + "/receipt.json"));
+  ASSERT_TRUE(fs::exists(dir + "/actions.json"));  // finish wrote its evidence, not a receipt
+  EXPECT_FALSE(fs::exists(dir + "/receipt.json"));
   clock_.advance_ms(45000);
   EXPECT_EQ(mgr_->expire_due(), 1u);
   EXPECT_FALSE(fs::exists(dir + "/receipt.json"));

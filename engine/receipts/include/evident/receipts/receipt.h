@@ -102,8 +102,13 @@ Status write_receipt_atomic(const std::string& dir, const Json& receipt);
 // disagree), "receipt-noncanonical".
 Result<Json> build_actions_file(const ReceiptInput& input, const Json& receipt);
 
-// Writes `dir`/actions.json (JCS + "\n", 0600, atomic), then `dir`/receipt.json: what finish
-// leaves in the evidence directory besides the frames. Errors: as above, "fs-error".
+// Writes `dir`/actions.json (JCS + "\n", 0600, atomic): what finish leaves in the evidence
+// directory besides the frames (receipt.json is written only at close). Errors: as above,
+// "fs-error".
+Status write_actions_file(const std::string& dir, const ReceiptInput& input, const Json& receipt);
+
+// write_actions_file, then write_receipt_atomic (for tools and tests that make a whole evidence
+// directory at once). Errors: as above.
 Status write_evidence_files(const std::string& dir, const ReceiptInput& input,
                             const Json& receipt);
 

@@ -67,6 +67,12 @@ class EvidentDaemon {
     ::kill(pid_, SIGTERM);
     return wait_exit(timeout_ms);
   }
+  // SIGKILL (no cleanup of any kind runs) and wait for the exit; the exit status, or -1.
+  int kill_hard(std::int64_t timeout_ms = 30000) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGKILL);
+    return wait_exit(timeout_ms);
+  }
   // Waits for the exit (bounded); returns the exit status or -1 on timeout.
   int wait_exit(std::int64_t timeout_ms) {
     int status = 0;
