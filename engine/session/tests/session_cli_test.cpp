@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "engine_harness.h"
+#include "evident/receipts/receipt.h"
 #include "evident/testing/daemon.h"
 
 namespace evident {

@@ -82,9 +82,11 @@ TEST(SessionX11, FullSessionTypesTriggerAndProducesVerifiedReceipt) {
                             {"observation_sha256", o["frame"]["sha256"]},
                             {"claims", {{"background", "green"}}}});
   ASSERT_EQ(code_of(fin), "ok") << fin.dump();
-  std::string receipt_path = fin["receipt_path"];
+  const std::string receipt_path = b["evidence_dir"].get<std::string>() + "/receipt.json";
+  EXPECT_FALSE(std::filesystem::exists(receipt_path));  // written at close, not at finish
   Json c = h.session(op_req("close", sid, 4));
   ASSERT_EQ(code_of(c), "ok") << c.dump();
+  EXPECT_EQ(c["receipt_path"], receipt_path);
   EXPECT_EQ(c["closed"], true);
   EXPECT_EQ(c["cleanup_complete"], true);
   EXPECT_EQ(c["receipt_id"], fin["receipt"]["receipt_id"]);
