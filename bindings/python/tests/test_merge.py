@@ -3,7 +3,11 @@ sessions run as separate pytest processes (one under -n 2), merged into a verifi
 receipts re-verify with the C++ ``evident verify`` against the deduplicated frames; then every
 kind of bad input refused by a named check with nothing written: a tampered receipt, a tampered
 frame, a forged listing, a missing shard, a duplicated shard, a foreign shard, a shard that did
-not finish, a path out of the bundle, an existing output."""
+not finish, a path out of the bundle, an existing output. With the shards' pinned keys: every
+receipt authenticated (both verifiers) and the manifest signed by the merging key, checked with
+openssl and the plain-tools recipe; refused for an untrusted signer, a flipped signature, a
+missing envelope, a changed frame and a re-sealed receipt; the manifest envelope failing with
+another key and after a signed file changed."""
 from __future__ import annotations
 
 import base64
@@ -158,7 +162,7 @@ def test_merge_of_two_real_shards_is_verified_and_exact(bundles, tmp_path):
     assert "## Tests" in (out / "report.md").read_text()
     # The output re-checks on its own; a tampered copy does not.
     status, doc = run_merge("--check", out)
-    assert status == 0 and doc["ok"], doc
+    assert status == 0 and doc["ok"] and doc["authenticated"] is False, doc
     frame = sorted((out / "frames").iterdir())[0]
     frame.write_bytes(frame.read_bytes()[:-1] + b"\x00")
     (out / "manifest.json").write_text((out / "manifest.json").read_text().replace(
@@ -479,6 +483,10 @@ def test_merge_with_keys_refuses_a_tampered_or_missing_envelope(bundles, keys, t
     # without keys the same bundles merge, and the manifest says they are not authenticated
     status, doc = run_merge(b1, b2, "-o", tmp_path / "nokeys")
     assert status == 0 and doc["authenticated"] is False
+    # an unsigned output checked with a key: refused, it is not signed
+    status, doc = run_merge("--check", tmp_path / "nokeys", "--key", keys["merger"] / "signing.pub")
+    assert status == 1 and failed_names(doc) == ["manifest-signature"], doc
+    assert "unsigned" in detail(doc, "manifest-signature")
 
 
 def test_merge_with_keys_refuses_changes_after_signing(bundles, keys, tmp_path):
