@@ -359,7 +359,7 @@ def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
     ok = v.ok and attempt_ok and (keys is None or auth["authenticated"])
     return {"ok": ok, "failed": failed, "verifiers": list(v.verifiers),
             "signature_verifiers": auth["verifiers"],
-            "error": None if ok or not v.ok or keys is None else "fanout-unauthenticated",
+            "error": "fanout-unauthenticated" if v.ok and attempt_ok and not ok else None,
             "authenticated": auth["authenticated"], "key_id": auth["key_id"], "host_id": host,
             "receipt_id": receipt.get("receipt_id"),
             "sha256": hashlib.sha256(files["receipt.json"]).hexdigest(),
