@@ -262,6 +262,12 @@ def gen_cxx(doc: Dict[str, Any]) -> str:
     w("#undef EVIDENT_PROTOCOL_ACTION_INFO")
     w("};")
     w(f"inline constexpr std::size_t kActionKindCount = {len(kinds)};")
+    const = [k for k, a in kinds if a["projection"] == "type_only"
+             or (a["projection"] == "as_sent" and not a["fields"])]
+    w("// Kinds whose receipt projection is always {\"type\": name} (type_only, or no fields):")
+    w("// receipt v3 verifiers recompute their projection_sha256.")
+    w("inline constexpr std::string_view kConstantProjectionKinds[] = {"
+      + ", ".join(cxx_str(k) for k in const) + "};")
     w("")
     s = doc["session"]
     phases = list(s["phases"])
@@ -364,6 +370,13 @@ def gen_python(doc: Dict[str, Any]) -> str:
     w("SESSION_ACTION_KINDS: FrozenSet[str] = frozenset(")
     w("    k for k, a in ACTION_KINDS.items() if a.session)")
     w("INPUT_ACTION_KINDS: FrozenSet[str] = frozenset(k for k, a in ACTION_KINDS.items() if a.input)")
+    w("# receipt projection always {\"type\": kind}: type_only, or an as_sent kind without fields")
+    w("CONSTANT_PROJECTION_KINDS: FrozenSet[str] = frozenset(")
+    w("    k for k, a in ACTION_KINDS.items()")
+    w("    if a.projection == \"type_only\" or (a.projection == \"as_sent\" and not a.fields))")
+    w("# receipt v3: kinds whose action event carries a salted commitment (a secret was projected out)")
+    w("COMMITTED_ACTION_KINDS: FrozenSet[str] = frozenset(")
+    w("    k for k, a in ACTION_KINDS.items() if a.projection != \"as_sent\")")
     w("")
     w("ENVELOPE_OPS: Tuple[str, ...] = " + lit(tuple(doc["envelope"]["ops"])))
     w("")

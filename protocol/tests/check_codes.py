@@ -28,6 +28,7 @@ NOT_CODES = {
     "evidence-write-failed": "session end reason",
     "engine-shutdown": "session end reason",
     "sign-failed": "session end reason (signing at close failed; docs/receipts.md)",
+    "commitment-failed": "session end reason (a commitment could not be computed; docs/receipts.md)",
     # parse codes of the envelope verifier, reported as named failing checks, never as errors
     "envelope-json": "internal parse code of the envelope check",
     "statement-json": "internal parse code of the statement check",

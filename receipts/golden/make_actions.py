@@ -21,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "evident"))
 import verify as pyverify  # noqa: E402
 
-NAMES = ("zero-actions", "three-actions", "sixty-four-actions")
+NAMES = ("zero-actions", "three-actions", "sixty-four-actions",
+         "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions")
 
 
 def main() -> int:

@@ -11,7 +11,11 @@ receipt file bytes (JCS + "\\n") are likewise compared with node's output.
 
 Also writes receipts/vectors/digests.json (H(domain, v) vectors computed by node + sha256sum).
 
-Usage: /usr/bin/python3 receipts/golden/make_golden.py
+With --v3 it writes only the receipt v3 goldens (receipts/golden/v3-*: engine.host_id, each
+action's input_events, and salted commitments whose salts are in input.json) and
+receipts/vectors/commitments.json; the v2 goldens and digests.json are left as they are.
+
+Usage: /usr/bin/python3 receipts/golden/make_golden.py [--v3]
 """
 from __future__ import annotations
 
@@ -94,7 +98,17 @@ class Golden:
         return h
 
 
+def input_events_of(action: dict) -> int:
+    """A plausible X event count per kind (the verifiers check sums and flags, not these)."""
+    t = action["type"]
+    return {"click": 3, "double_click": 5, "triple_click": 7, "move_mouse": 1, "drag": 4,
+            "scroll": 1 + 2 * action.get("amount", 3), "key": 2 * (action.get("key", "").count("+") + 1),
+            "hold_key": 2, "type": 2 * len(action.get("text", "")), "wait": 0,
+            "screenshot": 0}[t]
+
+
 def build(g: Golden, spec: dict) -> None:
+    v3 = spec.get("v3", False)
     os.makedirs(g.frames_dir, exist_ok=True)
     initial = g.frame(0)
     actions = []
@@ -104,6 +118,15 @@ def build(g: Golden, spec: dict) -> None:
             seed += 1
         actions.append({"action": a, "status": status, "input": has_input,
                         "frame_sha256": g.frame(seed)})
+        if v3:
+            n = input_events_of(a)
+            assert (n > 0) == has_input, "input flag differs from input_events"
+            actions[-1]["input_events"] = n
+            if a["type"] in pyverify.COMMITTED_ACTIONS:
+                # Deterministic here (goldens must be reproducible); the engine draws each
+                # salt from the CSPRNG.
+                actions[-1]["salt"] = hashlib.sha256(
+                    ("salt/%s/%d" % (g.name, len(actions) - 1)).encode()).hexdigest()
     freeze = actions[-1]["frame_sha256"] if actions else initial
     obs_seed = seed + 1
     observation = g.frame(obs_seed)
@@ -126,7 +149,8 @@ def build(g: Golden, spec: dict) -> None:
         "initial_frame_sha256": initial,
         "actions": actions,
         "freeze_frame_sha256": freeze,
-        "input_event_count": spec["input_event_count"],
+        "input_event_count": (sum(a["input_events"] for a in actions) if v3
+                              else spec["input_event_count"]),
         "pre_observation_sha256": spec["pre_observation_sha256"],
         "observation": {"sha256": observation, "byte_length": len(obs_bytes),
                         "width": g.width, "height": g.height},
@@ -140,12 +164,25 @@ def build(g: Golden, spec: dict) -> None:
     hashed = digests([(pyverify.DOMAIN_ACTION_PROJECTION, p) for p in projections] +
                      [(pyverify.DOMAIN_CLAIMS, inp["claims"])])
     projection_sha, claims_sha = hashed[:-1], hashed[-1]
+    commitments = {}
+    if v3:
+        inp["schema_version"] = 3
+        inp["host_id"] = hexid("hst-", spec["session_id"] + "host")
+        committed = [(i, a) for i, a in enumerate(actions) if "salt" in a]
+        values = [a["action"].get("text", a["action"].get("key")) for _, a in committed]
+        hashed = digests([(pyverify.DOMAIN_COMMITMENT, {"salt": a["salt"], "value": v})
+                          for (_, a), v in zip(committed, values)])
+        commitments = {i: h for (i, _), h in zip(committed, hashed)}
 
     events = [{"index": 0, "kind": "initial_frame", "frame_sha256": initial}]
-    for a, psha in zip(actions, projection_sha):
+    for i, (a, psha) in enumerate(zip(actions, projection_sha)):
         events.append({"index": len(events), "kind": "action", "action": a["action"]["type"],
                        "projection_sha256": psha, "status": a["status"], "input": a["input"],
                        "frame_sha256": a["frame_sha256"]})
+        if v3:
+            events[-1]["input_events"] = a["input_events"]
+            if i in commitments:
+                events[-1]["commitment"] = commitments[i]
     events.append({"index": len(events), "kind": "freeze", "frame_sha256": freeze})
     stage = list(events)
     events.append({"index": len(events), "kind": "observation", "frame_sha256": observation,
@@ -155,9 +192,10 @@ def build(g: Golden, spec: dict) -> None:
     stage_sha, transcript_sha = digests([(pyverify.DOMAIN_STAGE_TRANSCRIPT, stage),
                                          (pyverify.DOMAIN_TRANSCRIPT, events)])
     receipt = {
-        "schema": "evident.session-receipt/v2",
+        "schema": "evident.session-receipt/v3" if v3 else "evident.session-receipt/v2",
         "session_id": inp["session_id"],
-        "engine": {"name": "evident", "version": inp["engine_version"]},
+        "engine": ({"name": "evident", "version": inp["engine_version"], "host_id": inp["host_id"]}
+                   if v3 else {"name": "evident", "version": inp["engine_version"]}),
         "binding": inp["binding"],
         "actor": inp["actor"],
         "execution": {"kind": "external-actions", "internal_model_calls": 0,
@@ -210,6 +248,8 @@ def binding(seed: str, display_id: int) -> dict:
 
 
 def main() -> int:
+    if "--v3" in sys.argv[1:]:
+        return main_v3()
     zero = Golden("zero-actions", 48, 32)
     build(zero, {
         "session_id": hexid("ses-", "zero"), "binding": binding("zero", 7),
@@ -281,6 +321,74 @@ def main() -> int:
                           "canonicalize, sha256 by sha256sum (receipts/golden/make_golden.py)",
            "vectors": vectors}
     with open(os.path.join(ROOT, "receipts", "vectors", "digests.json"), "w",
+              encoding="utf-8") as f:
+        f.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    return 0
+
+
+V3_THREE = [
+    ({"type": "click", "x": 20, "y": 15, "button": "left"}, "injected", True, True),
+    ({"type": "type", "text": "hunter2 secret\n"}, "injected", True, True),
+    ({"type": "key", "key": "ctrl+shift+t"}, "injected", True, True),
+]
+
+
+def main_v3() -> int:
+    """The receipt v3 goldens (schema evident.session-receipt/v3) beside the v2 ones."""
+    zero = Golden("v3-zero-actions", 48, 32)
+    build(zero, {
+        "v3": True, "session_id": hexid("ses-", "v3zero"), "binding": binding("v3zero", 7),
+        "actor": {"kind": "local_user", "uid": 1000}, "started_wall_ms": 1796083200000,
+        "stage_ms": 12, "actions": [],
+        "pre_observation_sha256": hexid("", "v3zero-pre", 64),
+        "claims": {"result": "nothing to do", "passed": True}})
+    three = Golden("v3-three-actions", 64, 40)
+    build(three, {
+        "v3": True, "session_id": hexid("ses-", "v3three"), "binding": binding("v3three", 12),
+        "actor": {"kind": "in_process", "uid": 1000, "pid": 31337},
+        "started_wall_ms": 1796083200123, "stage_ms": 850, "actions": V3_THREE,
+        "pre_observation_sha256": hexid("", "v3three-pre", 64),
+        "claims": {"\ufb33": "dalet", "\U0001F600": "grin", "answer": 42}})
+    many = Golden("v3-sixty-four-actions", 80, 48)
+    kinds = [
+        ({"type": "click", "x": 10, "y": 20}, "injected", True, True),
+        ({"type": "double_click", "x": 30, "y": 20, "button": "left"}, "injected", True, True),
+        ({"type": "triple_click", "x": 30, "y": 22}, "injected", True, True),
+        ({"type": "move_mouse", "x": 5, "y": 6}, "injected", True, False),
+        ({"type": "drag", "start_x": 1, "start_y": 2, "end_x": 40, "end_y": 30,
+          "button": "left"}, "injected", True, True),
+        ({"type": "scroll", "x": 40, "y": 24, "direction": "down", "amount": 3}, "injected",
+         True, True),
+        ({"type": "type", "text": "h\u00e9llo \u2014 \u4e16\u754c"}, "injected", True, True),
+        ({"type": "key", "key": "Return"}, "injected", True, True),
+        ({"type": "hold_key", "key": "shift", "ms": 120}, "injected", True, False),
+        ({"type": "wait", "ms": 50}, "ok", False, False),
+        ({"type": "screenshot"}, "ok", False, False),
+        ({"type": "type", "text": ""}, "injected", False, False),
+    ]
+    build(many, {
+        "v3": True, "session_id": hexid("ses-", "v3many"), "binding": binding("v3many", 99),
+        "actor": {"kind": "local_user", "uid": 0}, "started_wall_ms": 1796083259990,
+        "stage_ms": 60999, "actions": [kinds[i % len(kinds)] for i in range(64)],
+        "pre_observation_sha256": hexid("", "v3many-pre", 64),
+        "claims": {"summary": "form submitted; confirmation visible"}})
+
+    # Commitment vectors: H("evident/commitment/v1", {"salt","value"}) by node + sha256sum.
+    values = [
+        {"salt": "00" * 32, "value": ""},
+        {"salt": "ab" * 32, "value": "hunter2 secret\n"},
+        {"salt": "0123456789abcdef" * 4, "value": "ctrl+shift+t"},
+        {"salt": "f" * 64, "value": "h\u00e9llo \u2014 \u4e16\u754c \U0001F600 \"q\" \\ \u0001"},
+    ]
+    hashed = digests([(pyverify.DOMAIN_COMMITMENT, v) for v in values])
+    node_bytes = node_jcs_many(values)
+    doc = {"description": "commitment = H(\"evident/commitment/v1\", {\"salt\",\"value\"}) = "
+                          "sha256(domain || 0x00 || JCS); jcs by npm canonicalize, sha256 by "
+                          "sha256sum (receipts/golden/make_golden.py --v3)",
+           "vectors": [{"domain": pyverify.DOMAIN_COMMITMENT, "value": v,
+                        "jcs": nb.decode("utf-8"), "sha256": h}
+                       for v, nb, h in zip(values, node_bytes, hashed)]}
+    with open(os.path.join(ROOT, "receipts", "vectors", "commitments.json"), "w",
               encoding="utf-8") as f:
         f.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     return 0

@@ -260,6 +260,10 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'log-not-found': ErrorInfo('engine', False, False),
     'log-tree-size': ErrorInfo('engine', False, False),
     'log-verify-failed': ErrorInfo('engine', False, False),
+    'disclosure-action': ErrorInfo('receipt', False, False),
+    'disclosure-invalid': ErrorInfo('receipt', False, False),
+    'disclosure-unavailable': ErrorInfo('receipt', False, False),
+    'disclosure-unreadable': ErrorInfo('receipt', False, False),
 }
 
 ACTION_KINDS: Mapping[str, ActionKind] = {
@@ -282,6 +286,13 @@ ACTION_KINDS: Mapping[str, ActionKind] = {
 SESSION_ACTION_KINDS: FrozenSet[str] = frozenset(
     k for k, a in ACTION_KINDS.items() if a.session)
 INPUT_ACTION_KINDS: FrozenSet[str] = frozenset(k for k, a in ACTION_KINDS.items() if a.input)
+# receipt projection always {"type": kind}: type_only, or an as_sent kind without fields
+CONSTANT_PROJECTION_KINDS: FrozenSet[str] = frozenset(
+    k for k, a in ACTION_KINDS.items()
+    if a.projection == "type_only" or (a.projection == "as_sent" and not a.fields))
+# receipt v3: kinds whose action event carries a salted commitment (a secret was projected out)
+COMMITTED_ACTION_KINDS: FrozenSet[str] = frozenset(
+    k for k, a in ACTION_KINDS.items() if a.projection != "as_sent")
 
 ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box')
 

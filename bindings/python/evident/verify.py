@@ -1,4 +1,4 @@
-"""Independent verifier for ``evident.session-receipt/v2`` receipts (standard library only).
+"""Independent verifier for ``evident.session-receipt/v3`` and ``/v2`` receipts (stdlib only).
 
 Written from docs/receipts.md, not from the C++ code, so that the two implementations cross-check
 each other. It has its own strict JSON parsing, its own JCS (RFC 8785) and its own checks; check
@@ -6,7 +6,8 @@ names and outcomes must agree with ``evident verify`` on every input.
 
 Command line (same output shape and exit status as ``evident verify``)::
 
-    python3 -m evident.verify RECEIPT [--frames DIR] [--png P] [--expect-job H] [--expect-uid N] [--json]
+    python3 -m evident.verify RECEIPT [--frames DIR] [--png P] [--expect-job H] [--expect-uid N]
+        [--disclosure FILE] [--json]
         [--key PUB.pem]... [--trusted-keys DIR] [--envelope PATH]   (signatures: evident/envelope.py)
 
 Library::
@@ -27,7 +28,8 @@ import sys
 from typing import Any, Dict, List, Optional
 
 __all__ = ["ReceiptFormatError", "jcs", "domain_digest", "parse_strict", "load_receipt_file",
-           "verify_receipt", "run_verify_command", "main"]
+           "verify_receipt", "run_verify_command", "main", "commitment_digest",
+           "load_disclosure_file", "check_disclosure"]
 
 # The limits below: protocol/evident.json (checked equal by a test; this file stands alone).
 MAX_SAFE_INTEGER = 2 ** 53 - 1
@@ -39,18 +41,32 @@ MAX_CLAIMS_CANONICAL_BYTES = 16384
 # finish request) and sit at level 2 of the receipt. Deeper files are refused as receipt-json by
 # both verifiers, before any recursive step (docs/receipts.md, docs/reliability.md).
 MAX_JSON_DEPTH = 64
-SCHEMA = "evident.session-receipt/v2"
+SCHEMA_V2 = "evident.session-receipt/v2"
+SCHEMA_V3 = "evident.session-receipt/v3"
+SCHEMA = SCHEMA_V3  # what new sessions write; v2 receipts still verify
+DISCLOSURE_SCHEMA = "evident.disclosure/v1"
+MAX_DISCLOSURE_FILE_BYTES = 64 * 1024
+MAX_DISCLOSED_VALUE_BYTES = 4096
 
 DOMAIN_STAGE_TRANSCRIPT = "evident/stage-transcript/v2"
 DOMAIN_TRANSCRIPT = "evident/transcript/v2"
 DOMAIN_CLAIMS = "evident/claims/v2"
 DOMAIN_RECEIPT = "evident/receipt/v2"
 DOMAIN_ACTION_PROJECTION = "evident/action-projection/v2"
+DOMAIN_COMMITMENT = "evident/commitment/v1"
 
 # Kept here (not imported from _protocol) so this file runs on its own, loaded by path; a test
 # (bindings/python/tests/test_errors_and_protocol.py) checks it equals protocol/evident.json.
 SESSION_ACTIONS = frozenset({"click", "double_click", "triple_click", "move_mouse", "drag",
                              "scroll", "type", "key", "hold_key", "wait", "screenshot"})
+# Receipt v3 (also checked equal to protocol/evident.json by that test): the session kinds that
+# send input, the kinds whose projection is always {"type": kind}, and the kinds whose event
+# carries a salted commitment.
+INPUT_ACTIONS = frozenset({"click", "double_click", "triple_click", "move_mouse", "drag",
+                           "scroll", "type", "key", "hold_key", "mouse_down", "mouse_up",
+                           "paste"})
+CONSTANT_PROJECTION_ACTIONS = frozenset({"type", "key", "paste", "screenshot"})
+COMMITTED_ACTIONS = frozenset({"type", "key", "paste", "hold_key"})
 TOP_LEVEL_KEYS = frozenset({
     "schema", "session_id", "engine", "binding", "actor", "execution", "started_at", "frozen_at",
     "observed_at", "completed_at", "elapsed_ms", "action_count", "input_event_count",
@@ -313,7 +329,7 @@ def _exact_keys(v: Any, keys) -> bool:
     return isinstance(v, dict) and set(v) == set(keys)
 
 
-def _event_problem(e: Any, pos: int) -> Optional[str]:
+def _event_problem(e: Any, pos: int, v3: bool) -> Optional[str]:
     where = "transcript[%d]" % pos
     if not isinstance(e, dict):
         return where + " is not an object"
@@ -324,9 +340,17 @@ def _event_problem(e: Any, pos: int) -> Optional[str]:
         return where + ".index is not an integer >= 0"
     if kind not in EVENT_KEYS:
         return where + ".kind is not a known event kind"
-    if not _exact_keys(e, EVENT_KEYS[kind]):
+    keys = EVENT_KEYS[kind]
+    if kind == "action" and v3:
+        if not (isinstance(e.get("action"), str) and e["action"] in SESSION_ACTIONS):
+            return where + ".action is not a session action type"
+        keys = keys | {"input_events"}
+        if e["action"] in COMMITTED_ACTIONS:
+            keys = keys | {"commitment"}
+    if not _exact_keys(e, keys):
         return where + " has wrong keys"
-    for k in ("frame_sha256", "projection_sha256", "pre_observation_sha256", "claims_sha256"):
+    for k in ("frame_sha256", "projection_sha256", "pre_observation_sha256", "claims_sha256",
+              "commitment"):
         if k in e and not _hex64(e[k]):
             return "%s.%s is not 64 lowercase hex" % (where, k)
     if kind == "action":
@@ -336,6 +360,8 @@ def _event_problem(e: Any, pos: int) -> Optional[str]:
             return where + '.status is not "ok" or "injected"'
         if not isinstance(e["input"], bool):
             return where + ".input is not a boolean"
+        if v3 and not _int_min(e["input_events"], 0):
+            return where + ".input_events is not an integer >= 0"
     return None
 
 
@@ -343,14 +369,19 @@ def _schema_problem(r: Any) -> Optional[str]:
     if not isinstance(r, dict):
         return "receipt is not a JSON object"
     if set(r) != TOP_LEVEL_KEYS:
-        return "receipt does not have exactly the v2 top-level keys"
-    if r["schema"] != SCHEMA:
-        return 'schema is not "evident.session-receipt/v2"'
+        return "receipt does not have exactly the top-level keys of a session receipt"
+    if r["schema"] not in (SCHEMA_V3, SCHEMA_V2) or not isinstance(r["schema"], str):
+        return 'schema is not "evident.session-receipt/v3" or "evident.session-receipt/v2"'
+    v3 = r["schema"] == SCHEMA_V3
     if not _prefixed(r["session_id"], "ses-", 32):
         return "session_id is not ses-<32 hex>"
     eng = r["engine"]
-    if not (_exact_keys(eng, ("name", "version")) and eng["name"] == "evident"
-            and _str_len(eng["version"], 1, 64)):
+    if v3:
+        if not (_exact_keys(eng, ("name", "version", "host_id")) and eng["name"] == "evident"
+                and _str_len(eng["version"], 1, 64) and _prefixed(eng["host_id"], "hst-", 32)):
+            return "engine is not {name: evident, version, host_id}"
+    elif not (_exact_keys(eng, ("name", "version")) and eng["name"] == "evident"
+              and _str_len(eng["version"], 1, 64)):
         return "engine is not {name: evident, version}"
     b = r["binding"]
     if not _exact_keys(b, ("display_id", "display_name", "generation", "app_id", "app_pid",
@@ -398,7 +429,7 @@ def _schema_problem(r: Any) -> Optional[str]:
     if not (isinstance(t, list) and 4 <= len(t) <= 68):
         return "transcript is not an array of 4..68 events"
     for i, e in enumerate(t):
-        p = _event_problem(e, i)
+        p = _event_problem(e, i, v3)
         if p:
             return p
     for k in ("stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
@@ -458,8 +489,11 @@ def _png_size(path: str) -> Optional[tuple]:
 
 def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
                    png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
-                   expect_uid: Optional[int] = None) -> Dict[str, Any]:
+                   expect_uid: Optional[int] = None,
+                   disclosure: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Runs every applicable check (docs/receipts.md §4) on a parsed receipt.
+
+    ``disclosure``: a parsed, well-formed disclosure (load_disclosure_file) to check.
 
     Returns {"ok": bool, "receipt_id": str|None, "checks": [{"name","ok","detail"}, ...]}.
     Never raises for a bad receipt: problems are failed checks.
@@ -475,8 +509,9 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
     if problem:
         add("schema", False, problem)
         return report
-    add("schema", True, SCHEMA)
     r = receipt
+    v3 = r["schema"] == SCHEMA_V3
+    add("schema", True, r["schema"])
     t = r["transcript"]
 
     def digest(domain: str, v: Any) -> Optional[str]:
@@ -537,12 +572,40 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
     detail = None
     if r["action_count"] != len(actions):
         detail = "action_count %d but %d action events" % (r["action_count"], len(actions))
+    elif v3:
+        total = sum(e["input_events"] for e in actions)
+        if r["input_event_count"] != total:
+            detail = "input_event_count %d is not the sum of input_events (%d)" % (
+                r["input_event_count"], total)
     elif r["input_event_count"] < with_input:
         detail = "input_event_count %d < %d actions with input" % (r["input_event_count"],
                                                                    with_input)
     elif with_input == 0 and r["input_event_count"] != 0:
         detail = "input_event_count is not 0 although no action had input"
     add("counters", detail is None, detail or "consistent with events")
+
+    if v3:
+        detail = None
+        for i, e in enumerate(t):
+            if e["kind"] != "action":
+                continue
+            if e["input"] != (e["input_events"] > 0):
+                detail = "transcript[%d].input disagrees with its input_events" % i
+                break
+            if e["input_events"] > 0 and e["action"] not in INPUT_ACTIONS:
+                detail = "transcript[%d] is of a kind that sends no input" % i
+                break
+        add("input_flags", detail is None, detail or "agree with input_events and kinds")
+
+        detail = None
+        for i, e in enumerate(t):
+            if e["kind"] == "action" and e["action"] in CONSTANT_PROJECTION_ACTIONS:
+                if e["projection_sha256"] != domain_digest(DOMAIN_ACTION_PROJECTION,
+                                                           {"type": e["action"]}):
+                    detail = ("transcript[%d].projection_sha256 is not the constant projection "
+                              "of its kind" % i)
+                    break
+        add("projections", detail is None, detail or "constant projections recompute")
 
     ok = r["post_observation_input_event_count"] == 0
     add("post_observation_input_event_count", ok, "0" if ok else "not 0")
@@ -620,8 +683,96 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
         ok = r["actor"]["uid"] == expect_uid
         add("expect_uid", ok, "actor.uid matches" if ok else "actor.uid differs")
 
+    if disclosure is not None:
+        for c in check_disclosure(r, disclosure):
+            checks.append(c)
+
     report["ok"] = all(c["ok"] for c in checks)
     return report
+
+
+# ---------------------------------------------------------------- disclosures (receipt v3)
+
+def commitment_digest(salt: str, value: str) -> str:
+    """H("evident/commitment/v1", {"salt": salt, "value": value})."""
+    return domain_digest(DOMAIN_COMMITMENT, {"salt": salt, "value": value})
+
+
+def _disclosure_problem(d: Any) -> Optional[str]:
+    if not isinstance(d, dict):
+        return "the disclosure is not a JSON object"
+    if set(d) != {"schema", "receipt_id", "action_index", "action", "salt", "value"}:
+        return "the disclosure does not have exactly the six members of evident.disclosure/v1"
+    if d["schema"] != DISCLOSURE_SCHEMA:
+        return "the disclosure's schema is not evident.disclosure/v1"
+    if not _prefixed(d["receipt_id"], "ecr-", 64):
+        return "receipt_id is not ecr-<64 hex>"
+    if not _int_min(d["action_index"], 0):
+        return "action_index is not an integer >= 0"
+    if not isinstance(d["action"], str):
+        return "action is not a string"
+    if not _hex64(d["salt"]):
+        return "salt is not 64 lowercase hex"
+    if not _str_len(d["value"], 0, MAX_DISCLOSED_VALUE_BYTES):
+        return "value is not a string of at most 4096 bytes"
+    return None
+
+
+def load_disclosure_file(path: str) -> Dict[str, Any]:
+    """Reads a disclosure file; raises ReceiptFormatError("disclosure-unreadable" |
+    "disclosure-invalid")."""
+    if not os.path.isfile(path):
+        raise ReceiptFormatError("disclosure-unreadable",
+                                 "the disclosure file does not exist or is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_DISCLOSURE_FILE_BYTES + 1)
+    except OSError:
+        raise ReceiptFormatError("disclosure-unreadable",
+                                 "cannot read the disclosure file") from None
+    if len(data) > MAX_DISCLOSURE_FILE_BYTES:
+        raise ReceiptFormatError("disclosure-unreadable", "the disclosure file is over 64 KiB")
+    try:
+        d = parse_strict(data)
+    except ReceiptFormatError:
+        raise ReceiptFormatError("disclosure-invalid",
+                                 "the disclosure file is not strict JSON") from None
+    problem = _disclosure_problem(d)
+    if problem:
+        raise ReceiptFormatError("disclosure-invalid", problem)
+    return d
+
+
+def check_disclosure(r: Dict[str, Any], d: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The checks disclosure_receipt, disclosure_action, disclosure_commitment."""
+    out = []
+    same = r["receipt_id"] == d["receipt_id"]
+    out.append({"name": "disclosure_receipt", "ok": same,
+                "detail": "names this receipt" if same else "names another receipt"})
+    i = d["action_index"]
+    t = r["transcript"]
+    event = None
+    if i >= r["action_count"] or i + 1 >= len(t):
+        detail = "action_index is beyond the receipt's actions"
+    elif t[i + 1]["kind"] != "action":
+        detail = "action_index does not name an action event"
+    elif "commitment" not in t[i + 1]:
+        detail = "that action carries no commitment"
+    elif t[i + 1]["action"] != d["action"]:
+        detail = "that action is of another kind"
+    else:
+        event = t[i + 1]
+        detail = "action %d carries a commitment" % i
+    out.append({"name": "disclosure_action", "ok": event is not None, "detail": detail})
+    if event is None:
+        out.append({"name": "disclosure_commitment", "ok": False,
+                    "detail": "not checked: no committed action"})
+        return out
+    ok = commitment_digest(d["salt"], d["value"]) == event["commitment"]
+    out.append({"name": "disclosure_commitment", "ok": ok,
+                "detail": "salt and value recompute the commitment" if ok
+                else "salt and value do not recompute the commitment"})
+    return out
 
 
 # ---------------------------------------------------------------- command line
@@ -635,9 +786,11 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
                        expect_uid: Optional[int] = None, as_json: bool = False,
                        out=None, key_files: Optional[List[str]] = None,
                        trusted_keys_dir: Optional[str] = None,
-                       envelope_path: Optional[str] = None) -> int:
+                       envelope_path: Optional[str] = None,
+                       disclosure_path: Optional[str] = None) -> int:
     """Same behaviour as ``evident verify``; returns the exit status (0, 1, or 2). With
-    ``key_files``/``trusted_keys_dir`` the envelope is checked too (evident/envelope.py)."""
+    ``key_files``/``trusted_keys_dir`` the envelope is checked too (evident/envelope.py); with
+    ``disclosure_path`` the disclosure checks run (docs/receipts.md §11)."""
     out = out or sys.stdout
 
     def fail(code: str, message: str, status: int) -> int:
@@ -660,8 +813,15 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
         receipt = load_receipt_file(path)
     except ReceiptFormatError as e:
         return fail(e.code, e.message, 1)
+    disclosure = None
+    if disclosure_path:
+        try:
+            disclosure = load_disclosure_file(disclosure_path)
+        except ReceiptFormatError as e:
+            return fail(e.code, e.message, 1)
     report = verify_receipt(receipt, frames_dir=frames_dir, png_path=png_path,
-                            expect_job_sha256=expect_job_sha256, expect_uid=expect_uid)
+                            expect_job_sha256=expect_job_sha256, expect_uid=expect_uid,
+                            disclosure=disclosure)
     auth: Dict[str, Any] = {"authenticated": False, "key_id": None}
     note = UNAUTHENTICATED_NOTE
     if keys:
@@ -716,6 +876,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--png", metavar="PATH")
     parser.add_argument("--expect-job", metavar="SHA256")
     parser.add_argument("--expect-uid", metavar="N", type=int)
+    parser.add_argument("--disclosure", metavar="FILE")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--key", metavar="PUB.pem", action="append", default=[],
                         help="a trusted public key (repeatable): check the signed envelope")
@@ -726,7 +887,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     return run_verify_command(args.receipt, frames_dir=args.frames, png_path=args.png,
                               expect_job_sha256=args.expect_job, expect_uid=args.expect_uid,
                               as_json=args.json, key_files=args.key,
-                              trusted_keys_dir=args.trusted_keys, envelope_path=args.envelope)
+                              trusted_keys_dir=args.trusted_keys, envelope_path=args.envelope,
+                              disclosure_path=args.disclosure)
 
 
 if __name__ == "__main__":

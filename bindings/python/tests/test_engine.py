@@ -105,7 +105,7 @@ def test_session_to_verified_receipt(engine):
             s.freeze()
             s.observe()
             receipt = s.finish({"saw": "xmessage"})
-            assert receipt["schema"] == "evident.session-receipt/v2"
+            assert receipt["schema"] == "evident.session-receipt/v3"
             assert receipt["binding"]["job_sha256"] == job
             assert receipt["actor"] == {"kind": "in_process", "uid": os.getuid(),
                                         "pid": os.getpid()}

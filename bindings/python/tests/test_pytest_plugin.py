@@ -106,7 +106,7 @@ def test_failing_test_report_shows_last_frame_and_receipt(pytester):
         receipt = re.search(r"receipt: (\S+receipt\.json)", block).group(1)
         assert Path(frame).read_bytes()[:4] == b"\x89PNG"
         doc = json.loads(Path(receipt).read_text())
-        assert doc["schema"] == "evident.session-receipt/v2"
+        assert doc["schema"] == "evident.session-receipt/v3"
         assert doc["receipt_id"].startswith("ecr-")
     # The mid-session failure still produced an honest receipt: the claims say it errored.
     receipts = sorted((pytester.path / "evidence").glob("*fails_inside*/session-0/receipt.json"))

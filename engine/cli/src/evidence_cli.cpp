@@ -4,7 +4,11 @@
 
 #include "evident/core/fs.h"
 #include "evident/core/json.h"
+#include "evident/evidence/commitments.h"
+#include "evident/receipts/jcs.h"
 #include "evident/evidence/keys.h"
+#include "evident/receipts/receipt.h"
+#include "evident/receipts/verify.h"
 #include "evident/evidence/runlog.h"
 
 namespace evident {
@@ -50,6 +54,44 @@ void add_state_dir(CLI::App* c, EvidenceCli& cli) {
   c->add_option("--state-dir", cli.state_dir, "the state directory (default " + default_state_dir() + ")");
 }
 
+// evident disclose: the receipt must verify (a disclosure of a receipt that does not is
+// worthless), then the private record gives salt and value, checked against the commitment.
+// The value is printed only when asked for on stdout; with -o it goes to the file alone.
+int run_disclose(const EvidenceCli& cli, const std::string& state, bool json) {
+  if (cli.disclose_action < 0) {
+    return emit_error(json, make_error("disclosure-action", "--action must be an integer >= 0"), 2);
+  }
+  auto receipt = load_receipt_file(cli.disclose_receipt);
+  if (!receipt.ok()) return emit_error(json, receipt.error(), 1);
+  VerifyReport report = verify_receipt(*receipt, VerifyOptions{});
+  if (!report.ok) {
+    std::string failed;
+    for (const auto& n : report.failed_names()) failed += (failed.empty() ? "" : ", ") + n;
+    return emit_error(json, make_error("verify-failed", "the receipt does not verify (failed checks: " +
+                                                            failed + "); nothing disclosed"), 1);
+  }
+  auto d = disclose_action(state, *receipt, cli.disclose_action);
+  if (!d.ok()) return emit_error(json, d.error(), 1);
+  auto bytes = canonicalize(*d);
+  if (!bytes.ok()) return emit_error(json, bytes.error(), 1);
+  bytes->push_back('\n');
+  if (cli.disclose_out.empty()) {
+    if (json) return emit_ok(json, Json{{"disclosure", *d}}, "");
+    std::cout << *bytes;
+    return 0;
+  }
+  if (auto st = write_file_atomic(cli.disclose_out, *bytes, 0600); !st) {
+    return emit_error(json, make_error("fs-error", "cannot write the disclosure file"), 1);
+  }
+  Json result{{"path", cli.disclose_out},
+              {"receipt_id", (*d)["receipt_id"]},
+              {"action_index", (*d)["action_index"]},
+              {"action", (*d)["action"]}};
+  return emit_ok(json, result,
+                 "wrote the disclosure of action " + std::to_string(cli.disclose_action) + " to " +
+                     cli.disclose_out + "\n");
+}
+
 }  // namespace
 
 void add_evidence_commands(CLI::App& app, CLI::App* verify, EvidenceCli& cli) {
@@ -76,6 +118,15 @@ void add_evidence_commands(CLI::App& app, CLI::App* verify, EvidenceCli& cli) {
   cli.log_verify = log->add_subcommand("verify", "recompute the whole log and check the signed head");
   for (auto* c : {cli.log_show, cli.log_prove, cli.log_consistency, cli.log_verify}) add_state_dir(c, cli);
 
+  cli.disclose = app.add_subcommand(
+      "disclose", "reveal one committed action (salt and value) of a receipt this state dir closed");
+  cli.disclose->add_option("RECEIPT", cli.disclose_receipt, "the receipt (receipt.json)")->required();
+  cli.disclose->add_option("--action", cli.disclose_action,
+                           "the action's 0-based index among the receipt's actions")->required();
+  cli.disclose->add_option("-o,--out", cli.disclose_out,
+                           "write the disclosure here (0600) instead of stdout");
+  add_state_dir(cli.disclose, cli);
+
   verify->add_option("--key", cli.auth.key_files,
                      "a trusted public key (SPKI PEM); authenticates with receipt.dsse.json (repeatable)");
   verify->add_option("--trusted-keys", cli.auth.trusted_keys_dir, "a directory of trusted *.pub/*.pem keys");
@@ -98,6 +149,7 @@ std::optional<int> run_evidence_commands(EvidenceCli& cli, bool json) {
     if (!k.ok()) return emit_error(json, k.error(), 1);
     return emit_ok(json, key_json(*k, state), k->key_id() + "\n" + k->public_pem());
   }
+  if (cli.disclose->parsed()) return run_disclose(cli, state, json);
   if (!cli.log_show->parsed() && !cli.log_prove->parsed() && !cli.log_consistency->parsed() &&
       !cli.log_verify->parsed()) {
     return std::nullopt;

@@ -1,4 +1,4 @@
-// `evident key …`, `evident log …` and the --key/--trusted-keys options of `evident verify`
+// `evident key …`, `evident log …`, `evident disclose` and the --key/--trusted-keys options of `evident verify`
 // (docs/receipts.md §8–§9). Local commands: they read the state directory, no daemon needed.
 #pragma once
 
@@ -29,6 +29,11 @@ struct EvidenceCli {
   std::uint64_t old_size = 0;
   std::uint64_t new_size = 0;
   AuthOptions auth;  // verify --key/--trusted-keys/--envelope
+  // disclose RECEIPT --action N [-o FILE]
+  CLI::App* disclose = nullptr;
+  std::string disclose_receipt;
+  std::int64_t disclose_action = -1;
+  std::string disclose_out;
 };
 
 void add_evidence_commands(CLI::App& app, CLI::App* verify, EvidenceCli& cli);

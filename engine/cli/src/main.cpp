@@ -298,6 +298,8 @@ int run(int argc, char** argv) {
   verify->add_option("--png", vo.png_path, "a PNG that must be the observed frame");
   verify->add_option("--expect-job", vo.expect_job_sha256, "the expected job_sha256");
   verify->add_option("--expect-uid", expect_uid, "the expected actor uid");
+  verify->add_option("--disclosure", vo.disclosure_path,
+                     "a disclosure (evident disclose) to check against the receipt's commitment");
   EvidenceCli evidence_cli;  // key, log, verify --key (evidence_cli.cpp)
   add_evidence_commands(app, verify, evidence_cli);
 

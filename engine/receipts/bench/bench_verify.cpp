@@ -33,6 +33,7 @@ std::string hex64(int seed) { return evident::sha256_hex(std::to_string(seed)); 
 std::string synthetic_receipt() {
   evident::ReceiptInput in;
   in.session_id = "ses-" + hex64(1).substr(0, 32);
+  in.host_id = "hst-" + hex64(6).substr(0, 32);
   in.binding = {7, ":7", "gen-" + hex64(2).substr(0, 32), "app-" + hex64(3).substr(0, 32), 4242,
                 hex64(4), "bench-attempt", hex64(5)};
   in.actor = {{"kind", "local_user"}, {"uid", 1000}};
@@ -45,6 +46,7 @@ std::string synthetic_receipt() {
   for (int i = 0; i < 64; ++i) {
     in.actions.push_back({"click", {{"type", "click"}, {"x", i}, {"y", 2 * i}}, "injected", true,
                           hex64(100 + i)});
+    in.actions.back().input_events = 3;
   }
   in.freeze_frame_sha256 = hex64(163);
   in.input_event_count = 64 * 3;

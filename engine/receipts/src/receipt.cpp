@@ -2,6 +2,7 @@
 
 #include "evident/core/clock.h"
 #include "evident/core/fs.h"
+#include "evident/receipts/commitment.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/verify.h"
 
@@ -39,6 +40,10 @@ Result<Json> build_receipt(const ReceiptInput& in) {
   auto claims_sha = domain_digest(kDomainClaims, in.claims);
   if (!claims_sha.ok()) return claims_sha.error();
 
+  if (in.schema_version != 2 && in.schema_version != 3) {
+    return make_error("receipt-invalid", "schema_version must be 2 or 3");
+  }
+  const bool v3 = in.schema_version == 3;
   Json transcript = Json::array();
   std::int64_t index = 0;
   transcript.push_back(
@@ -53,13 +58,22 @@ Result<Json> build_receipt(const ReceiptInput& in) {
     }
     auto projection_sha = domain_digest(kDomainActionProjection, projection);
     if (!projection_sha.ok()) return projection_sha.error();
-    transcript.push_back(Json{{"index", index++},
-                              {"kind", "action"},
-                              {"action", a.type},
-                              {"projection_sha256", *projection_sha},
-                              {"status", a.status},
-                              {"input", a.input},
-                              {"frame_sha256", a.frame_sha256}});
+    Json event{{"index", index++},
+               {"kind", "action"},
+               {"action", a.type},
+               {"projection_sha256", *projection_sha},
+               {"status", a.status},
+               {"input", a.input},
+               {"frame_sha256", a.frame_sha256}};
+    if (v3) {
+      event["input_events"] = a.input_events;
+      if (action_has_commitment(a.type)) event["commitment"] = a.commitment;
+      else if (!a.commitment.empty()) {
+        return make_error("receipt-invalid",
+                          "action " + std::to_string(i) + ": a commitment on a kind without one");
+      }
+    }
+    transcript.push_back(std::move(event));
   }
   transcript.push_back(
       Json{{"index", index++}, {"kind", "freeze"}, {"frame_sha256", in.freeze_frame_sha256}});
@@ -82,7 +96,7 @@ Result<Json> build_receipt(const ReceiptInput& in) {
 
   const ReceiptBinding& b = in.binding;
   Json receipt{
-      {"schema", kReceiptSchema},
+      {"schema", v3 ? kReceiptSchemaV3 : kReceiptSchemaV2},
       {"session_id", in.session_id},
       {"engine", {{"name", "evident"}, {"version", in.engine_version}}},
       {"binding",
@@ -119,6 +133,7 @@ Result<Json> build_receipt(const ReceiptInput& in) {
       {"claims", in.claims},
       {"claims_sha256", *claims_sha},
   };
+  if (v3) receipt["engine"]["host_id"] = in.host_id;
   auto receipt_sha = domain_digest(kDomainReceipt, receipt);
   if (!receipt_sha.ok()) return receipt_sha.error();
   receipt["receipt_id"] = "ecr-" + *receipt_sha;

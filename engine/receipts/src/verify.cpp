@@ -10,6 +10,7 @@
 #include "evident/core/clock.h"
 #include "evident/core/fs.h"
 #include "evident/core/sha256.h"
+#include "evident/receipts/commitment.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
 
@@ -27,6 +28,11 @@ bool is_prefixed_id(const Json& v, std::string_view prefix, std::size_t hex_len)
   const auto& s = v.get_ref<const std::string&>();
   return s.size() == prefix.size() + hex_len && s.compare(0, prefix.size(), prefix) == 0 &&
          is_lower_hex(std::string_view(s).substr(prefix.size()), hex_len);
+}
+
+// String comparison without building a temporary Json (the verifier's hot path).
+bool str_eq(const Json& v, std::string_view s) {
+  return v.is_string() && v.get_ref<const std::string&>() == s;
 }
 
 bool is_int_at_least(const Json& v, std::int64_t min) {
@@ -64,6 +70,30 @@ bool has_exact_keys(const Json& v, std::initializer_list<std::string_view> keys)
   return true;
 }
 
+bool kind_sends_input(std::string_view kind) {
+  for (const auto& k : protocol::kActionKinds) {
+    if (k.name == kind) return k.input;
+  }
+  return false;
+}
+
+// H("evident/action-projection/v2", {"type": kind}) for the kinds whose projection is constant
+// (protocol::kConstantProjectionKinds); null for the others.
+const std::string* constant_projection_sha(std::string_view kind) {
+  static const std::vector<std::pair<std::string, std::string>> kTable = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (std::string_view k : protocol::kConstantProjectionKinds) {
+      out.emplace_back(std::string(k),
+                       *domain_digest(kDomainActionProjection, Json{{"type", std::string(k)}}));
+    }
+    return out;
+  }();
+  for (const auto& [k, sha] : kTable) {
+    if (k == kind) return &sha;
+  }
+  return nullptr;
+}
+
 const std::set<std::string, std::less<>>& session_action_types() {
   // The kinds protocol/evident.json allows in sessions.
   static const std::set<std::string, std::less<>> kTypes = [] {
@@ -77,7 +107,7 @@ const std::set<std::string, std::less<>>& session_action_types() {
 }
 
 // Returns "" when the event is well-formed, else a description.
-std::string event_schema_problem(const Json& e, std::size_t pos) {
+std::string event_schema_problem(const Json& e, std::size_t pos, bool v3) {
   // Built only for the message: this runs for every event of every receipt.
   auto where = [pos] { return "transcript[" + std::to_string(pos) + "]"; };
   if (!e.is_object()) return where() + " is not an object";
@@ -92,13 +122,27 @@ std::string event_schema_problem(const Json& e, std::size_t pos) {
     return "";
   }
   if (kind == "action") {
-    if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
-                            "frame_sha256"})) {
-      return where() + " has wrong keys";
-    }
     const Json& a = e["action"];
     if (!a.is_string() || !session_action_types().contains(a.get_ref<const std::string&>())) {
       return where() + ".action is not a session action type";
+    }
+    if (!v3) {
+      if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
+                              "frame_sha256"})) {
+        return where() + " has wrong keys";
+      }
+    } else if (action_has_commitment(a.get_ref<const std::string&>())) {
+      if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
+                              "input_events", "commitment", "frame_sha256"})) {
+        return where() + " has wrong keys";
+      }
+      if (!is_hex64(e["commitment"])) return where() + ".commitment is not 64 lowercase hex";
+    } else if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status",
+                                   "input", "input_events", "frame_sha256"})) {
+      return where() + " has wrong keys";
+    }
+    if (v3 && !is_int_at_least(e["input_events"], 0)) {
+      return where() + ".input_events is not an integer >= 0";
     }
     if (!is_hex64(e["projection_sha256"])) return where() + ".projection_sha256 is not 64 lowercase hex";
     const Json& st = e["status"];
@@ -140,13 +184,21 @@ std::string schema_problem(const Json& r) {
                           "stage_transcript_sha256", "transcript_sha256",
                           "pre_observation_sha256", "observation", "claims", "claims_sha256",
                           "receipt_id"})) {
-    return "receipt does not have exactly the v2 top-level keys";
+    return "receipt does not have exactly the top-level keys of a session receipt";
   }
-  if (r["schema"] != kReceiptSchema) return "schema is not \"evident.session-receipt/v2\"";
+  const bool v3 = str_eq(r["schema"], kReceiptSchemaV3);
+  if (!v3 && !str_eq(r["schema"], kReceiptSchemaV2)) {
+    return "schema is not \"evident.session-receipt/v3\" or \"evident.session-receipt/v2\"";
+  }
   if (!is_prefixed_id(r["session_id"], "ses-", 32)) return "session_id is not ses-<32 hex>";
   const Json& eng = r["engine"];
-  if (!has_exact_keys(eng, {"name", "version"}) || eng["name"] != "evident" ||
-      !is_string_len(eng["version"], 1, 64)) {
+  if (v3) {
+    if (!has_exact_keys(eng, {"name", "version", "host_id"}) || eng["name"] != "evident" ||
+        !is_string_len(eng["version"], 1, 64) || !is_prefixed_id(eng["host_id"], "hst-", 32)) {
+      return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>,\"host_id\":hst-<32 hex>}";
+    }
+  } else if (!has_exact_keys(eng, {"name", "version"}) || eng["name"] != "evident" ||
+             !is_string_len(eng["version"], 1, 64)) {
     return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>}";
   }
   const Json& b = r["binding"];
@@ -191,7 +243,7 @@ std::string schema_problem(const Json& r) {
     return "transcript is not an array of 4..68 events";
   }
   for (std::size_t i = 0; i < t.size(); ++i) {
-    std::string p = event_schema_problem(t[i], i);
+    std::string p = event_schema_problem(t[i], i, v3);
     if (!p.empty()) return p;
   }
   for (const char* k : {"stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
@@ -209,10 +261,6 @@ std::string schema_problem(const Json& r) {
   return "";
 }
 
-// String comparison without building a temporary Json (the verifier's hot path).
-bool str_eq(const Json& v, std::string_view s) {
-  return v.is_string() && v.get_ref<const std::string&>() == s;
-}
 
 std::string short_hex(const std::string& s) { return s.substr(0, 12) + "…"; }
 
@@ -273,7 +321,8 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     report.ok = false;
     return report;
   }
-  add("schema", true, "evident.session-receipt/v2");
+  const bool v3 = str_eq(r["schema"], kReceiptSchemaV3);
+  add("schema", true, r["schema"].get<std::string>());
   const Json& t = r["transcript"];
   // Each event's kind, looked up once: the checks below consult it several times per event.
   std::vector<std::string_view> kinds;
@@ -412,9 +461,22 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     const std::int64_t action_count = r["action_count"].get<std::int64_t>();
     const std::int64_t input_events = r["input_event_count"].get<std::int64_t>();
     std::string detail;
+    // v3: the count is the sum of the events' input_events (each ≤ 2^53-1, at most 64 events:
+    // no overflow in int64).
+    std::int64_t sum = 0;
+    if (v3) {
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        if (kinds[i] == "action") sum += t[i]["input_events"].get<std::int64_t>();
+      }
+    }
     if (action_count != actions) {
       detail = "action_count " + std::to_string(action_count) + " but " + std::to_string(actions) +
                " action events";
+    } else if (v3) {
+      if (input_events != sum) {
+        detail = "input_event_count " + std::to_string(input_events) +
+                 " is not the sum of the events' input_events (" + std::to_string(sum) + ")";
+      }
     } else if (input_events < with_input) {
       detail = "input_event_count " + std::to_string(input_events) + " < " +
                std::to_string(with_input) + " actions with input";
@@ -422,6 +484,34 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
       detail = "input_event_count is not 0 although no action had input";
     }
     add("counters", detail.empty(), detail.empty() ? "consistent with events" : detail);
+  }
+  if (v3) {
+    // 7a. input_flags: each event's input flag is its input_events > 0, and a kind that sends
+    // no input (protocol/evident.json) sent none.
+    std::string detail;
+    for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
+      if (kinds[i] != "action") continue;
+      const Json& e = t[i];
+      const std::int64_t n = e["input_events"].get<std::int64_t>();
+      if (e["input"].get<bool>() != (n > 0)) {
+        detail = "transcript[" + std::to_string(i) + "].input disagrees with its input_events";
+      } else if (n > 0 && !kind_sends_input(e["action"].get_ref<const std::string&>())) {
+        detail = "transcript[" + std::to_string(i) + "] is of a kind that sends no input";
+      }
+    }
+    add("input_flags", detail.empty(), detail.empty() ? "agree with input_events and kinds" : detail);
+  }
+  if (v3) {
+    // 7b. projections: the kinds whose projection is the constant {"type": kind}.
+    std::string detail;
+    for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
+      if (kinds[i] != "action") continue;
+      const std::string* want = constant_projection_sha(t[i]["action"].get_ref<const std::string&>());
+      if (want != nullptr && !str_eq(t[i]["projection_sha256"], *want)) {
+        detail = "transcript[" + std::to_string(i) + "].projection_sha256 is not the constant projection of its kind";
+      }
+    }
+    add("projections", detail.empty(), detail.empty() ? "constant projections recompute" : detail);
   }
   // 8. post_observation_input_event_count
   {
@@ -520,6 +610,12 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     add("expect_uid", ok, ok ? "actor.uid matches" : "actor.uid differs");
   }
 
+  // D1–D3. disclosure (only with --disclosure): a well-formed disclosure (the command checked
+  // its shape) against this receipt's committed action.
+  if (!options.disclosure.is_null()) {
+    for (auto& c : check_disclosure(r, options.disclosure)) add(c.name, c.ok, c.detail);
+  }
+
   report.ok = std::all_of(report.checks.begin(), report.checks.end(),
                           [](const VerifyCheck& c) { return c.ok; });
   return report;
@@ -534,6 +630,25 @@ Result<std::string> read_receipt_bytes(const std::string& path) {
     return make_error("receipt-unreadable", "cannot read the receipt file: " + text.error().message);
   }
   return text;
+}
+
+Result<Json> load_disclosure_file(const std::string& path) {
+  if (!regular_file(path)) {
+    return make_error("disclosure-unreadable",
+                      "the disclosure file does not exist or is not a regular file");
+  }
+  auto text = read_file(path, kMaxDisclosureFileBytes);
+  if (!text.ok()) {
+    return make_error("disclosure-unreadable",
+                      "cannot read the disclosure file (missing, unreadable or over 64 KiB)");
+  }
+  auto parsed = parse_json_strict(*text, kMaxDisclosureFileBytes, "disclosure-invalid");
+  if (!parsed.ok()) {
+    return make_error("disclosure-invalid", "the disclosure file is not strict JSON");
+  }
+  std::string problem = disclosure_shape_problem(*parsed);
+  if (!problem.empty()) return make_error("disclosure-invalid", problem);
+  return parsed;
 }
 
 Result<Json> load_receipt_file(const std::string& path) {
@@ -570,7 +685,13 @@ int run_verify_command(const std::string& path, const VerifyOptions& options, bo
   auto receipt = parse_json_strict(*bytes, kMaxReceiptFileBytes, "receipt-json");
   if (!receipt.ok()) return fail(receipt.error().code, receipt.error().message, 1);
 
-  VerifyReport report = verify_receipt(*receipt, options);
+  VerifyOptions opts = options;
+  if (!opts.disclosure_path.empty()) {
+    auto d = load_disclosure_file(opts.disclosure_path);
+    if (!d.ok()) return fail(d.error().code, d.error().message, 1);
+    opts.disclosure = std::move(*d);
+  }
+  VerifyReport report = verify_receipt(*receipt, opts);
   // Nothing here checks a signature: unauthenticated unless an extension proves otherwise.
   Json extra{{"authenticated", false}, {"key_id", nullptr}};
   std::string note(kUnauthenticatedNote);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "evident/core/json.h"
+#include "evident/receipts/commitment.h"
 #include "evident/receipts/receipt.h"
 #include "evident/testing/files.h"
 #include "evident/testing/process.h"
@@ -24,16 +25,18 @@ inline Json read_json(const std::string& path) {
 }
 
 inline const std::vector<std::string>& golden_names() {
-  static const std::vector<std::string> kNames = {"zero-actions", "three-actions",
-                                                  "sixty-four-actions"};
+  static const std::vector<std::string> kNames = {
+      "zero-actions",    "three-actions",    "sixty-four-actions",
+      "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions"};
   return kNames;
 }
 
 // Builder goldens plus a real receipt produced by a live session (receipts/golden/real-tk-form,
 // no input.json): everything the verifiers must accept.
 inline const std::vector<std::string>& verified_names() {
-  static const std::vector<std::string> kNames = {"zero-actions", "three-actions",
-                                                  "sixty-four-actions", "real-tk-form"};
+  static const std::vector<std::string> kNames = {
+      "zero-actions",    "three-actions",    "sixty-four-actions",    "real-tk-form",
+      "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions"};
   return kNames;
 }
 
@@ -46,6 +49,8 @@ inline ReceiptInput golden_input(const std::string& name) {
   Json j = read_json(golden_dir(name) + "/input.json");
   ReceiptInput in;
   in.session_id = j["session_id"];
+  in.schema_version = j.value("schema_version", 2);
+  in.host_id = j.value("host_id", "");
   in.engine_version = j["engine_version"];
   const Json& b = j["binding"];
   in.binding.display_id = b["display_id"];
@@ -70,6 +75,15 @@ inline ReceiptInput golden_input(const std::string& name) {
     r.status = a["status"];
     r.input = a["input"];
     r.frame_sha256 = a["frame_sha256"];
+    r.input_events = a.value("input_events", std::int64_t{0});
+    if (a.contains("salt")) {
+      const Json& act = a["action"];
+      const std::string value = act.contains("text") ? act["text"].get<std::string>()
+                                                     : act["key"].get<std::string>();
+      auto c = commitment_digest(a["salt"].get<std::string>(), value);
+      if (!c.ok()) throw std::runtime_error(name + ": bad salt in input.json");
+      r.commitment = *c;
+    }
     in.actions.push_back(std::move(r));
   }
   in.freeze_frame_sha256 = j["freeze_frame_sha256"];

@@ -19,8 +19,10 @@
 #include "evident/core/random.h"
 #include "evident/receipts/receipt.h"
 #include "action_adapter.h"
+#include "evident/evidence/commitments.h"
 #include "evident/evidence/dsse.h"
 #include "evident/evidence/session_evidence.h"
+#include "evident/receipts/commitment.h"
 
 namespace evident {
 
@@ -48,6 +50,9 @@ struct SessionManager::Record {
   Json frame = nullptr;    // the latest frame: {sha256, byte_length, width, height, path}
   Json results = nullptr;  // the latest actions batch's per-action results
   std::vector<ActionRecord> actions;
+  // Receipt v3: salt and value of each committed action (type/key/hold_key), in memory until
+  // close writes them to the state dir's private record (docs/receipts.md); cleared at cleanup.
+  std::vector<CommittedValue> commitments;
   std::string initial_frame;
   std::string freeze_frame;
   std::string pre_observation;
@@ -71,6 +76,15 @@ namespace {
 Json error_json(const Error& e) {
   return Json{{"ok", false},
               {"error", {{"code", e.code}, {"message", e.message}, {"retryable", e.retryable}}}};
+}
+
+// engine.host_id of receipt v3: the evidence module's (the engine always has one); the unit
+// tests of the protocol alone derive it from the state dir above evidence_root.
+std::string session_host_id(const SessionOptions& o) {
+  if (o.evidence) return o.evidence->host_id();
+  auto slash = o.evidence_root.find_last_of('/');
+  auto h = host_id(slash == std::string::npos ? std::string(".") : o.evidence_root.substr(0, slash));
+  return h.ok() ? *h : std::string();
 }
 
 Json nullable_time(std::int64_t wall) {
@@ -328,6 +342,7 @@ Status SessionManager::cleanup(Record& r) {
     if (!rel) result = make_error("session-cleanup-failed", "releasing held input failed: " + rel.error().message);
     r.lease.reset();
   }
+  r.commitments.clear();
   if (!r.scratch_dir.empty()) {
     Status rm = remove_tree(r.scratch_dir);
     if (!rm && result.ok()) result = make_error("session-cleanup-failed", "removing the session scratch failed: " + rm.error().message);
@@ -462,6 +477,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
     case SessionOp::kActions: {
       Json results = Json::array();
       std::vector<ActionRecord> records;
+      std::vector<CommittedValue> commitments;
       std::int64_t events = 0;
       Json last_frame;
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -499,9 +515,21 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
         records.push_back(ActionRecord{action_type(a), action_projection(a), out.status,
                                        out.input_event_count > 0, sha});
         records.back().elapsed_ms = now_ms() - r->started_mono;  // actions.json's time
+        records.back().input_events = out.input_event_count;
+        if (action_has_commitment(action_type(a))) {
+          // The secret stays in memory (and later the private record), never in the receipt.
+          const std::string& value =
+              (a.type == ActionType::kType || a.type == ActionType::kPaste) ? a.text : a.key;
+          auto c = commit_value(r->action_count + static_cast<std::int64_t>(records.size()) - 1,
+                                action_type(a), value);
+          if (!c) return end_failed("commitment-failed", c.error());
+          records.back().commitment = c->commitment;
+          commitments.push_back(std::move(*c));
+        }
       }
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& rec : records) r->actions.push_back(std::move(rec));
+      for (auto& c : commitments) r->commitments.push_back(std::move(c));
       r->action_count += static_cast<std::int64_t>(records.size());
       r->sequence += 1;
       r->busy = false;
@@ -554,6 +582,7 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
     case SessionOp::kFinish: {
       ReceiptInput in;
       in.session_id = r->id;
+      in.host_id = session_host_id(options_);
       in.binding = ReceiptBinding{r->target.display_id, r->target.display_name,
                                   r->target.generation, r->target.app_id,
                                   r->target.app_pid,    r->target.app_argv_sha256,
@@ -588,6 +617,8 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       return snapshot(*r, now_ms());
     }
     case SessionOp::kClose: {
+      // The secrets outlive cleanup only until the private record is written below.
+      std::vector<CommittedValue> commitments = std::move(r->commitments);
       Status st = cleanup(*r);
       if (!st) {
         // Fail closed: a session whose cleanup failed keeps no receipt (none was written).
@@ -624,8 +655,20 @@ Json SessionManager::continue_op(const Json& actor, const SessionRequest& req) {
       // cannot be signed is withdrawn (seal_closed logs the failure).
       Json sealed = nullptr;
       if (options_.evidence) {
-        auto seal = options_.evidence->seal_closed(r->evidence_dir, r->receipt, clock_->wall_ms());
+        const std::string& state = options_.evidence->state_dir();
+        // The private record first: a signed receipt whose commitments cannot be disclosed
+        // is not kept either.
+        Result<Json> seal = make_error("fs-error", "not sealed");
+        if (auto w = write_session_commitments(state, r->id, r->receipt_id, commitments); !w) {
+          seal = w.error();
+          (void)options_.evidence->record_end(r->id, r->attempt_id, r->job_sha256, "failed",
+                                              clock_->wall_ms());
+        } else {
+          seal = options_.evidence->seal_closed(r->evidence_dir, r->receipt, clock_->wall_ms());
+        }
+        commitments.clear();
         if (!seal) {
+          remove_session_commitments(state, r->id);
           ::unlink((r->evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
           ::unlink((r->evidence_dir + "/" + std::string(kEnvelopeFileName)).c_str());
           std::lock_guard<std::mutex> lock(mu_);

@@ -17,6 +17,8 @@ inline constexpr std::string_view kDomainTranscript = "evident/transcript/v2";
 inline constexpr std::string_view kDomainClaims = "evident/claims/v2";
 inline constexpr std::string_view kDomainReceipt = "evident/receipt/v2";
 inline constexpr std::string_view kDomainActionProjection = "evident/action-projection/v2";
+// Receipt v3: a salted commitment to a secret-bearing action's text or key (docs/receipts.md).
+inline constexpr std::string_view kDomainCommitment = "evident/commitment/v1";
 
 // JCS bytes of `value`: keys sorted by UTF-16 code units, no whitespace, minimal string
 // escapes, integers in shortest decimal. Error "receipt-noncanonical" for floats, integers

@@ -1,4 +1,5 @@
-// Building and writing `evident.session-receipt/v2` receipts (contract §6, docs/receipts.md).
+// Building and writing `evident.session-receipt/v3` receipts (contract §6 and §9,
+// docs/receipts.md; v2 is still built for the v2 goldens).
 // The session module records what happened; this module turns it into the receipt JSON with
 // every digest, so the format lives in one place and needs no X.
 #pragma once
@@ -14,7 +15,10 @@
 
 namespace evident {
 
-inline constexpr std::string_view kReceiptSchema = "evident.session-receipt/v2";
+inline constexpr std::string_view kReceiptSchemaV2 = "evident.session-receipt/v2";
+inline constexpr std::string_view kReceiptSchemaV3 = "evident.session-receipt/v3";
+// What new sessions write.
+inline constexpr std::string_view kReceiptSchema = kReceiptSchemaV3;
 inline constexpr std::size_t kMaxClaimsCanonicalBytes = protocol::kClaimsMaxCanonicalBytes;
 inline constexpr std::string_view kReceiptFileName = "receipt.json";
 // actions.json: each action's projection in order, written beside receipt.json (docs/evidence.md).
@@ -44,6 +48,11 @@ struct ActionRecord {
   // Monotonic ms from begin's admission to the capture of `frame_sha256`; -1 when unknown.
   // Recorded in actions.json only (not bound by the receipt).
   std::int64_t elapsed_ms = -1;
+  // v3: the X input events the action sent (the event's `input_events`).
+  std::int64_t input_events = 0;
+  // v3: for type/key/paste/hold_key, H("evident/commitment/v1", {salt, value}) (commitment.h);
+  // empty for every other kind.
+  std::string commitment;
 };
 
 // The frame captured by observe.
@@ -56,7 +65,9 @@ struct ObservationRecord {
 
 // Everything a receipt binds. Times are wall-clock ms since the epoch (rendered RFC 3339).
 struct ReceiptInput {
+  int schema_version = 3;                    // 3 (new sessions) or 2 (the v2 goldens)
   std::string session_id;                    // "ses-<32 hex>"
+  std::string host_id;                       // v3: engine.host_id, "hst-<32 hex>"
   std::string engine_version = EVIDENT_VERSION;
   ReceiptBinding binding;
   Json actor;                                // as resolved by the control surface

@@ -1,4 +1,4 @@
-// Offline verification of `evident.session-receipt/v2` receipts (contract §7). The checks and
+// Offline verification of `evident.session-receipt/v3` and `/v2` receipts (contract §7, §9). The checks and
 // their names are specified in docs/receipts.md; bindings/python/evident/verify.py implements
 // the same algorithm independently.
 #pragma once
@@ -24,7 +24,17 @@ struct VerifyOptions {
   std::string png_path;                       // non-empty: run the "png" check
   std::string expect_job_sha256;              // non-empty: run "expect_job"
   std::optional<std::int64_t> expect_uid;     // set: run "expect_uid"
+  // --disclosure FILE: run_verify_command reads it (errors "disclosure-unreadable",
+  // "disclosure-invalid") into `disclosure`; verify_receipt runs the disclosure checks when
+  // `disclosure` is not null (a well-formed disclosure, commitment.h).
+  std::string disclosure_path;
+  Json disclosure = nullptr;
 };
+
+// Reads and strictly parses a disclosure file (≤ 64 KiB) and checks its shape. Errors:
+// "disclosure-unreadable" (missing, not a regular file, unreadable, too large),
+// "disclosure-invalid" (not strict JSON or not exactly an evident.disclosure/v1 object).
+Result<Json> load_disclosure_file(const std::string& path);
 
 struct VerifyCheck {
   std::string name;    // stable: schema, receipt_id, transcript_sha256, ... (docs/receipts.md)
@@ -71,7 +81,7 @@ class VerifyExtension {
 // The `evident verify` command: loads `path`, verifies, prints the result to `out` (one JSON
 // object with `json`, else lines for people) and returns the exit status: 0 all checks pass,
 // 1 otherwise. Error codes in the JSON: "verify-failed", "receipt-unreadable", "receipt-json",
-// "verify-usage" (a malformed --expect-job).
+// "disclosure-unreadable", "disclosure-invalid", "verify-usage" (a malformed --expect-job).
 int run_verify_command(const std::string& path, const VerifyOptions& options, bool json,
                        std::ostream& out, VerifyExtension* extension = nullptr);
 

@@ -1,0 +1,367 @@
+"""Receipt v3 (`evident.session-receipt/v3`): the commitment digest computed by hand with
+hashlib, the v3 goldens, the recomputable counters and constant projections, the v3 JSON Schema,
+disclosures — and the C++ `evident verify` agreeing with the independent Python verifier on all
+of it (same check names, same outcomes, same error codes).
+
+Run: /usr/bin/python3 -m pytest bindings/python/tests/test_receipt_v3.py
+The agreement tests need the `evident` binary: $EVIDENT_BIN, else build/engine/cli/evident.
+"""
+from __future__ import annotations
+
+import copy
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+VERIFY_PY = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
+GOLDEN = os.path.join(ROOT, "receipts", "golden")
+V3_NAMES = ["v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions"]
+V2_NAMES = ["zero-actions", "three-actions", "sixty-four-actions", "real-tk-form"]
+
+
+def _load_verify():
+    spec = importlib.util.spec_from_file_location("evident_verify_standalone_v3", VERIFY_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+V = _load_verify()
+
+
+def _evident_bin():
+    env = os.environ.get("EVIDENT_BIN")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    for c in [os.path.join(ROOT, "build", "engine", "cli", "evident")] + \
+            sorted(glob.glob(os.path.join(ROOT, "build-*", "engine", "cli", "evident"))):
+        if os.access(c, os.X_OK):
+            return c
+    return None
+
+
+EVIDENT = _evident_bin()
+needs_evident = pytest.mark.skipif(EVIDENT is None, reason="the evident binary is not built")
+
+
+def golden(name):
+    d = os.path.join(GOLDEN, name)
+    with open(os.path.join(d, "receipt.json"), "rb") as f:
+        data = f.read()
+    return d, data, json.loads(data)
+
+
+def golden_input(name):
+    with open(os.path.join(GOLDEN, name, "input.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def names(report):
+    return [c["name"] for c in report["checks"]]
+
+
+def failed(report):
+    return [c["name"] for c in report["checks"] if not c["ok"]]
+
+
+def by_hand_commitment(salt, value):
+    """sha256("evident/commitment/v1" 0x00 JCS({"salt","value"})), JCS written out by hand: two
+    ASCII keys in order, the strings escaped as RFC 8785 does (json.dumps agrees for these)."""
+    text = '{"salt":%s,"value":%s}' % (json.dumps(salt), json.dumps(value, ensure_ascii=False))
+    return hashlib.sha256(b"evident/commitment/v1\x00" + text.encode("utf-8")).hexdigest()
+
+
+# ------------------------------------------------------------------------------ digest
+
+def test_commitment_vectors_by_hand_and_by_the_verifier():
+    with open(os.path.join(ROOT, "receipts", "vectors", "commitments.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    assert len(doc["vectors"]) >= 4
+    for v in doc["vectors"]:
+        salt, value = v["value"]["salt"], v["value"]["value"]
+        assert by_hand_commitment(salt, value) == v["sha256"]
+        assert V.commitment_digest(salt, value) == v["sha256"]
+        assert V.jcs(v["value"]).decode("utf-8") == v["jcs"]
+
+
+def test_protocol_tables_agree_with_the_standalone_verifier():
+    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+    from evident import _protocol
+    assert V.INPUT_ACTIONS == _protocol.INPUT_ACTION_KINDS
+    assert V.CONSTANT_PROJECTION_ACTIONS == _protocol.CONSTANT_PROJECTION_KINDS
+    assert V.COMMITTED_ACTIONS == _protocol.COMMITTED_ACTION_KINDS
+
+
+# ------------------------------------------------------------------------------ goldens
+
+V3_CHECKS = ["schema", "receipt_id", "transcript_sha256", "stage_transcript_sha256",
+             "claims_sha256", "event_order", "counters", "input_flags", "projections",
+             "post_observation_input_event_count", "timestamps", "observation_digest", "frames"]
+
+
+@pytest.mark.parametrize("name", V3_NAMES)
+def test_v3_goldens_verify_and_commit_to_their_secrets(name):
+    d, data, r = golden(name)
+    assert data == V.jcs(r) + b"\n"
+    report = V.verify_receipt(r, frames_dir=os.path.join(d, "frames"))
+    assert report["ok"], failed(report)
+    assert names(report) == V3_CHECKS
+    assert r["schema"] == "evident.session-receipt/v3" and r["engine"]["host_id"].startswith("hst-")
+    inp = golden_input(name)
+    events = [e for e in r["transcript"] if e["kind"] == "action"]
+    assert sum(e["input_events"] for e in events) == r["input_event_count"]
+    for a, e in zip(inp["actions"], events):
+        act = a["action"]
+        if act["type"] in ("type", "key", "hold_key"):
+            secret = act.get("text", act.get("key"))
+            assert e["commitment"] == by_hand_commitment(a["salt"], secret)
+            if secret:
+                assert secret.encode("utf-8") not in data
+        else:
+            assert "commitment" not in e
+
+
+@pytest.mark.parametrize("name", V2_NAMES)
+def test_v2_goldens_still_verify_with_the_v2_checks(name):
+    d, _, r = golden(name)
+    report = V.verify_receipt(r)
+    assert report["ok"], failed(report)
+    assert report["checks"][0]["detail"] == "evident.session-receipt/v2"
+    assert "input_flags" not in names(report) and "projections" not in names(report)
+
+
+def reseal(r):
+    """Recomputes transcript, stage and receipt digests, as a forger would."""
+    t = r["transcript"]
+    freeze = next(i for i, e in enumerate(t) if e["kind"] == "freeze")
+    r["stage_transcript_sha256"] = V.domain_digest(V.DOMAIN_STAGE_TRANSCRIPT, t[:freeze + 1])
+    r["transcript_sha256"] = V.domain_digest(V.DOMAIN_TRANSCRIPT, t)
+    body = {k: v for k, v in r.items() if k != "receipt_id"}
+    r["receipt_id"] = "ecr-" + V.domain_digest(V.DOMAIN_RECEIPT, body)
+    return r
+
+
+def event_of(r, kind):
+    return next(e for e in r["transcript"] if e.get("action") == kind)
+
+
+def mutations():
+    """(label, mutate(r), failing checks) on the 64-action v3 golden, every one re-sealed."""
+    def m(label, fn, want):
+        return label, fn, want
+
+    def wait_sends(r):
+        e = event_of(r, "wait")
+        e["input_events"], e["input"] = 1, True
+        r["input_event_count"] += 1
+
+    def click_more(r):
+        event_of(r, "click")["input_events"] += 1
+
+    def click_more_counted(r):
+        event_of(r, "click")["input_events"] += 1
+        r["input_event_count"] += 1
+
+    def flag_without_events(r):
+        e = event_of(r, "click")
+        r["input_event_count"] -= e["input_events"]
+        e["input_events"] = 0
+
+    def typed_projection(r):
+        event_of(r, "type")["projection_sha256"] = V.domain_digest(
+            V.DOMAIN_ACTION_PROJECTION, {"type": "type", "text": "hunter2"})
+
+    def screenshot_projection(r):
+        event_of(r, "screenshot")["projection_sha256"] = V.domain_digest(
+            V.DOMAIN_ACTION_PROJECTION, {"type": "screenshot", "x": 1})
+
+    def drop_commitment(r):
+        del event_of(r, "type")["commitment"]
+
+    def commit_click(r):
+        event_of(r, "click")["commitment"] = "0" * 64
+
+    def drop_input_events(r):
+        del event_of(r, "wait")["input_events"]
+
+    def drop_host(r):
+        del r["engine"]["host_id"]
+
+    def v2_shape_as_v3(r):
+        for e in r["transcript"]:
+            e.pop("input_events", None)
+            e.pop("commitment", None)
+
+    def host_upper(r):
+        r["engine"]["host_id"] = r["engine"]["host_id"].upper()
+
+    return [
+        m("wait sends input", wait_sends, ["input_flags"]),
+        m("click count not summed", click_more, ["counters"]),
+        m("click count summed", click_more_counted, []),  # a forger can; only a signature stops it
+        m("input flag without events", flag_without_events, ["input_flags"]),
+        m("type projection with text", typed_projection, ["projections"]),
+        m("screenshot projection", screenshot_projection, ["projections"]),
+        m("type without commitment", drop_commitment, ["schema"]),
+        m("click with commitment", commit_click, ["schema"]),
+        m("no input_events", drop_input_events, ["schema"]),
+        m("no host_id", drop_host, ["schema"]),
+        m("v2 events under v3", v2_shape_as_v3, ["schema"]),
+        m("host_id upper case", host_upper, ["schema"]),
+    ]
+
+
+@pytest.mark.parametrize("label,fn,want", mutations(), ids=[x[0] for x in mutations()])
+def test_v3_recomputed_checks_catch_resealed_mutations(label, fn, want):
+    _, _, r = golden("v3-sixty-four-actions")
+    r = copy.deepcopy(r)
+    fn(r)
+    reseal(r)
+    assert failed(V.verify_receipt(r)) == want
+
+
+def test_v3_json_schema_matches_the_schema_check():
+    jsonschema = pytest.importorskip("jsonschema", reason="python3-jsonschema is not installed")
+    with open(os.path.join(ROOT, "receipts", "schema", "session-receipt-v3.schema.json")) as f:
+        validator = jsonschema.Draft202012Validator(json.load(f))
+    for name in V3_NAMES:
+        validator.validate(golden(name)[2])
+    for label, fn, want in mutations():
+        _, _, r = golden("v3-sixty-four-actions")
+        r = copy.deepcopy(r)
+        fn(r)
+        assert validator.is_valid(r) == ("schema" not in want), label
+    with open(os.path.join(ROOT, "receipts", "schema", "session-receipt-v2.schema.json")) as f:
+        v2 = jsonschema.Draft202012Validator(json.load(f))
+    assert not v2.is_valid(golden("v3-three-actions")[2])
+
+
+# ------------------------------------------------------------------------------ disclosures
+
+def disclosure(name, index, **changes):
+    _, _, r = golden(name)
+    a = golden_input(name)["actions"][index]
+    act = a["action"]
+    d = {"schema": "evident.disclosure/v1", "receipt_id": r["receipt_id"], "action_index": index,
+         "action": act["type"], "salt": a.get("salt", "0" * 64),
+         "value": act.get("text", act.get("key", ""))}
+    d.update(changes)
+    return d
+
+
+DISCLOSURES = [
+    ("type", disclosure("v3-three-actions", 1), []),
+    ("key", disclosure("v3-three-actions", 2), []),
+    ("wrong value", disclosure("v3-three-actions", 1, value="hunter2 secret"),
+     ["disclosure_commitment"]),
+    ("wrong salt", disclosure("v3-three-actions", 1, salt="1" * 64), ["disclosure_commitment"]),
+    ("wrong index", disclosure("v3-three-actions", 1, action_index=2),
+     ["disclosure_action", "disclosure_commitment"]),
+    ("wrong index and kind", disclosure("v3-three-actions", 1, action_index=2, action="key"),
+     ["disclosure_commitment"]),
+    ("click", disclosure("v3-three-actions", 0), ["disclosure_action", "disclosure_commitment"]),
+    ("beyond", disclosure("v3-three-actions", 1, action_index=3),
+     ["disclosure_action", "disclosure_commitment"]),
+    ("other receipt", disclosure("v3-three-actions", 1, receipt_id="ecr-" + "e" * 64),
+     ["disclosure_receipt"]),
+]
+
+
+@pytest.mark.parametrize("label,d,want", DISCLOSURES, ids=[x[0] for x in DISCLOSURES])
+def test_disclosure_checks(label, d, want):
+    _, _, r = golden("v3-three-actions")
+    report = V.verify_receipt(r, disclosure=d)
+    assert failed(report) == want
+    assert names(report)[-3:] == ["disclosure_receipt", "disclosure_action",
+                                  "disclosure_commitment"]
+
+
+def test_hold_key_disclosure_on_the_sixty_four_action_golden():
+    inp = golden_input("v3-sixty-four-actions")
+    i = next(i for i, a in enumerate(inp["actions"]) if a["action"]["type"] == "hold_key")
+    _, _, r = golden("v3-sixty-four-actions")
+    assert failed(V.verify_receipt(r, disclosure=disclosure("v3-sixty-four-actions", i))) == []
+    # An empty typed text is committed too, and discloses as "".
+    j = next(i for i, a in enumerate(inp["actions"]) if a["action"] == {"type": "type", "text": ""})
+    assert failed(V.verify_receipt(r, disclosure=disclosure("v3-sixty-four-actions", j))) == []
+
+
+def run_py(*args):
+    p = subprocess.run([sys.executable, VERIFY_PY, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout
+
+
+def run_both(*args):
+    c = subprocess.run([EVIDENT, "verify", *args, "--json"], capture_output=True, text=True)
+    p_status, p_out = run_py(*args, "--json")
+    docs = [json.loads(c.stdout), json.loads(p_out)]
+    for doc in docs:
+        for check in doc.get("checks", []):
+            check.pop("detail")
+        if "error" in doc and doc["error"]["code"] != "verify-failed":
+            doc["error"].pop("message")
+    return (c.returncode, docs[0]), (p_status, docs[1])
+
+
+BAD_FILES = [
+    ("not json", b"{", "disclosure-invalid"),
+    ("array", b"[]", "disclosure-invalid"),
+    ("duplicate key", b'{"schema":"evident.disclosure/v1","schema":"x"}', "disclosure-invalid"),
+    ("extra member", None, "disclosure-invalid"),
+    ("upper-case salt", None, "disclosure-invalid"),
+    ("too large", b" " * (64 * 1024 + 1), "disclosure-unreadable"),
+]
+
+
+@needs_evident
+def test_both_verifiers_agree_on_disclosures_and_bad_files(tmp_path):
+    receipt = os.path.join(GOLDEN, "v3-three-actions", "receipt.json")
+    jobs = []
+    for i, (label, d, _) in enumerate(DISCLOSURES):
+        p = tmp_path / ("d%d.json" % i)
+        p.write_bytes(V.jcs(d))
+        jobs.append((label, str(p), None))
+    for i, (label, data, code) in enumerate(BAD_FILES):
+        if data is None:
+            d = disclosure("v3-three-actions", 1)
+            if label == "extra member":
+                d["extra"] = 1
+            else:
+                d["salt"] = d["salt"].upper()
+            data = json.dumps(d).encode()
+        p = tmp_path / ("bad%d.json" % i)
+        p.write_bytes(data)
+        jobs.append((label, str(p), code))
+    jobs.append(("missing", str(tmp_path / "missing.json"), "disclosure-unreadable"))
+    for label, path, code in jobs:
+        (c_status, c_doc), (p_status, p_doc) = run_both(receipt, "--disclosure", path)
+        assert c_status == p_status, label
+        assert c_doc == p_doc, label
+        if code:
+            assert c_status == 1 and c_doc["error"]["code"] == code, label
+            assert "checks" not in c_doc
+            assert "hunter2" not in json.dumps(c_doc)
+
+
+@needs_evident
+def test_both_verifiers_agree_on_v3_goldens_and_resealed_mutations(tmp_path):
+    jobs = [(os.path.join(GOLDEN, n, "receipt.json"), ["--frames", os.path.join(GOLDEN, n, "frames")])
+            for n in V3_NAMES + V2_NAMES]
+    for i, (label, fn, _) in enumerate(mutations()):
+        _, _, r = golden("v3-sixty-four-actions")
+        r = copy.deepcopy(r)
+        fn(r)
+        p = tmp_path / ("m%d.json" % i)
+        p.write_bytes(V.jcs(reseal(r)))
+        jobs.append((str(p), []))
+    for path, extra in jobs:
+        (c_status, c_doc), (p_status, p_doc) = run_both(path, *extra)
+        assert c_status == p_status, path
+        assert c_doc == p_doc, path

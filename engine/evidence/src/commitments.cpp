@@ -1,0 +1,96 @@
+#include "evident/evidence/commitments.h"
+
+#include <unistd.h>
+
+#include "evident/core/fs.h"
+#include "evident/receipts/commitment.h"
+#include "evident/receipts/jcs.h"
+
+namespace evident {
+
+Result<CommittedValue> commit_value(std::int64_t action_index, const std::string& action,
+                                    const std::string& value) {
+  CommittedValue c{action_index, action, new_commitment_salt(), value, ""};
+  auto digest = commitment_digest(c.salt, c.value);
+  if (!digest.ok()) return digest.error();
+  c.commitment = std::move(*digest);
+  return c;
+}
+
+std::string commitments_path(const std::string& state_dir, const std::string& session_id) {
+  return state_dir + "/commitments/" + session_id + ".json";
+}
+
+Status write_session_commitments(const std::string& state_dir, const std::string& session_id,
+                                 const std::string& receipt_id,
+                                 const std::vector<CommittedValue>& values) {
+  if (auto st = make_private_dir(state_dir + "/commitments"); !st) return st;
+  Json actions = Json::array();
+  for (const auto& v : values) {
+    actions.push_back(Json{{"action_index", v.action_index},
+                           {"action", v.action},
+                           {"salt", v.salt},
+                           {"value", v.value},
+                           {"commitment", v.commitment}});
+  }
+  Json doc{{"schema", kCommitmentsSchema},
+           {"session_id", session_id},
+           {"receipt_id", receipt_id},
+           {"actions", std::move(actions)}};
+  auto bytes = canonicalize(doc);
+  if (!bytes.ok()) return make_error("fs-error", "the commitments record cannot be encoded");
+  bytes->push_back('\n');
+  if (auto st = write_file_atomic(commitments_path(state_dir, session_id), *bytes, 0600); !st) {
+    return make_error("fs-error", "cannot write the private commitments record: " + st.error().message);
+  }
+  return {};
+}
+
+void remove_session_commitments(const std::string& state_dir, const std::string& session_id) {
+  ::unlink(commitments_path(state_dir, session_id).c_str());
+}
+
+Result<Json> disclose_action(const std::string& state_dir, const Json& receipt,
+                             std::int64_t action_index) {
+  const Json& t = receipt["transcript"];
+  const std::int64_t actions = receipt["action_count"].get<std::int64_t>();
+  if (action_index < 0 || action_index >= actions ||
+      action_index + 1 >= static_cast<std::int64_t>(t.size())) {
+    return make_error("disclosure-action", "--action names no action of this receipt (it has " +
+                                               std::to_string(actions) + ")");
+  }
+  const Json& event = t[static_cast<std::size_t>(action_index + 1)];
+  if (event.value("kind", "") != "action" || !event.contains("commitment")) {
+    return make_error("disclosure-action",
+                      "action " + std::to_string(action_index) +
+                          " carries no commitment (only type, key, paste and hold_key do, in v3 receipts)");
+  }
+  const std::string session_id = receipt["session_id"].get<std::string>();
+  const std::string path = commitments_path(state_dir, session_id);
+  auto unavailable = [](const std::string& why) {
+    return make_error("disclosure-unavailable",
+                      why + "; disclose on the machine and state dir that closed the session");
+  };
+  auto text = read_file(path, kMaxCommitmentsFileBytes);
+  if (!text.ok()) return unavailable("no private commitments record for this receipt here");
+  auto doc = parse_json_strict(*text, kMaxCommitmentsFileBytes, "disclosure-unavailable");
+  if (!doc.ok() || !doc->is_object() || doc->value("schema", "") != kCommitmentsSchema ||
+      !doc->contains("actions") || !(*doc)["actions"].is_array()) {
+    return unavailable("the private commitments record is damaged");
+  }
+  if ((*doc)["receipt_id"] != receipt["receipt_id"] || (*doc)["session_id"] != session_id) {
+    return unavailable("the private commitments record is for another receipt");
+  }
+  for (const Json& a : (*doc)["actions"]) {
+    if (!a.is_object() || a.value("action_index", Json(-1)) != action_index) continue;
+    if (!a["salt"].is_string() || !a["value"].is_string() || !a["action"].is_string()) break;
+    auto c = commitment_digest(a["salt"].get<std::string>(), a["value"].get<std::string>());
+    if (!c.ok() || event["commitment"] != *c || a["action"] != event["action"]) break;
+    return make_disclosure(receipt["receipt_id"].get<std::string>(), action_index,
+                           a["action"].get<std::string>(), a["salt"].get<std::string>(),
+                           a["value"].get<std::string>());
+  }
+  return unavailable("the private commitments record does not recompute this action's commitment");
+}
+
+}  // namespace evident
