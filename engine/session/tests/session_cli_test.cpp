@@ -143,15 +143,19 @@ TEST_F(SessionCli, FullSessionThroughDaemonAndCliLeaksNoTypedText) {
   }
 
   stop_daemon();  // flushes and closes the daemon log
-  // The marker is nowhere: receipt, evidence file names, any file under the state dir, the
-  // daemon log, every CLI output (responses and error messages).
+  // The marker is nowhere: receipt, evidence file names, any file under the state dir except
+  // the private commitments record (receipt v3, docs/receipts.md §11: 0600, the one place that
+  // keeps typed text, so that it can be disclosed), the daemon log, every CLI output.
   EXPECT_EQ(slurp(receipt).find(marker), std::string::npos);
+  const std::string record = root_ + "/state/commitments/" + sid + ".json";
   for (const auto& e : fs::recursive_directory_iterator(root_ + "/state")) {
     EXPECT_EQ(e.path().string().find(marker), std::string::npos) << e.path();
-    if (e.is_regular_file()) {
+    if (e.is_regular_file() && e.path().string() != record) {
       EXPECT_EQ(slurp(e.path().string()).find(marker), std::string::npos) << e.path();
     }
   }
+  EXPECT_NE(slurp(record).find(marker), std::string::npos);
+  EXPECT_EQ(fs::status(record).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   std::string daemon_log = slurp(log_);
   EXPECT_FALSE(daemon_log.empty());
   EXPECT_EQ(daemon_log.find(marker), std::string::npos);
