@@ -56,6 +56,8 @@ int run_report_command(const ReportOptions& options, bool json, std::ostream& ou
                             {"sha256", sha256_hex(doc)}}},
                 {"receipt_id", ev.verify.receipt_id},
                 {"signature", ev.signature_state},
+                {"authenticated", ev.signature_state == "authenticated"},
+                {"key_id", ev.key_id},
                 {"checks", checks}};
     if (!ev.ok) {
       result["error"] = Json{{"code", "verify-failed"}, {"message", "failed checks: " + failed}, {"retryable", false}};
@@ -66,7 +68,7 @@ int run_report_command(const ReportOptions& options, bool json, std::ostream& ou
     if (!to_stdout) o << "wrote " << path << " (" << doc.size() << " bytes)\n";
     if (ev.ok) {
       o << "verified: all " << ev.checks.size() << " checks passed ("
-        << (ev.signature_state == "absent" ? "not signed" : "not authenticated") << ")\n";
+        << signature_phrase(ev) << ")\n";
     } else {
       o << "NOT verified: failed checks: " << failed << "\n";
     }

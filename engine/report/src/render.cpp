@@ -320,7 +320,7 @@ std::string render_html(const Evidence& ev) {
   }
   if (ev.ok) {
     h += "<p class=\"verdict ok\" id=\"verdict\" data-ok=\"true\">Verified: all " + num(static_cast<std::int64_t>(ev.checks.size())) +
-         " checks passed" + (ev.signature_state == "absent" ? " (integrity only: not signed)" : " (not authenticated)") + "</p>\n";
+         " checks passed (" + esc(signature_phrase(ev)) + ")</p>\n";
   } else {
     std::string names;
     for (const auto& n : failed) names += (names.empty() ? "" : ", ") + n;

@@ -6,11 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "evident/evidence/session_evidence.h"
 
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
@@ -75,6 +79,74 @@ void rebuild(const std::string& dir, const ReceiptInput& in) {
   auto receipt = build_receipt(in);
   ASSERT_TRUE(receipt.ok()) << receipt.error().message;
   ASSERT_TRUE(write_evidence_files(dir, in, *receipt).ok());
+}
+
+// --key authenticates the envelope the engine writes at close (the same checks as `evident
+// verify --key`): signed by the given key -> authenticated; another key, a changed signature or
+// a frame changed after signing -> NOT authenticated, with the failing checks named.
+TEST(Report, KeyAuthenticatesTheEnvelopeAndRefusesAnyOtherKeyOrTampering) {
+  EvidenceDir d("three-actions");
+  const std::string state = d.path() + "/state";
+  SessionEvidence signer(state);
+  ASSERT_TRUE(signer.key().ok());
+  auto receipt = load_receipt_file(d.path() + "/receipt.json");
+  ASSERT_TRUE(receipt.ok());
+  ASSERT_TRUE(signer.seal_closed(d.path(), *receipt, 1'764'000'000'000).ok());
+
+  ReportOptions o;
+  o.evidence_dir = d.path();
+  auto unchecked = load_evidence(o);
+  ASSERT_TRUE(unchecked.ok());
+  EXPECT_TRUE(unchecked->ok);
+  EXPECT_EQ(unchecked->signature_state, "unchecked");  // signed, but no key: not authenticated
+  EXPECT_NE(render_html(*unchecked).find("signed, not authenticated: no --key given"), std::string::npos);
+
+  o.key_path = state + "/keys/signing.pub";
+  auto good = load_evidence(o);
+  ASSERT_TRUE(good.ok()) << good.error().code;
+  EXPECT_TRUE(good->ok) << ::testing::PrintToString(failed(*good));
+  EXPECT_EQ(good->signature_state, "authenticated");
+  EXPECT_EQ(good->key_id, signer.key()->key_id());
+  std::string html = render_html(*good);
+  EXPECT_NE(html.find("authenticated by " + signer.key()->key_id()), std::string::npos);
+  EXPECT_NE(html.find("data-signature=\"authenticated\""), std::string::npos);
+
+  SessionEvidence other(d.path() + "/other-state");
+  ASSERT_TRUE(other.key().ok());
+  o.key_path = d.path() + "/other-state/keys/signing.pub";
+  auto foreign = load_evidence(o);
+  ASSERT_TRUE(foreign.ok());
+  EXPECT_FALSE(foreign->ok);
+  EXPECT_EQ(foreign->signature_state, "failed");
+  EXPECT_EQ(failed(*foreign), (std::vector<std::string>{"signature"}));
+  EXPECT_NE(render_html(*foreign).find("NOT authenticated"), std::string::npos);
+
+  // A signature changed by one character.
+  o.key_path = state + "/keys/signing.pub";
+  const std::string env_path = d.path() + "/receipt.dsse.json";
+  const std::string env_text = read_text(env_path);
+  auto env = parse_json_strict(env_text, 1 << 20, "t");
+  ASSERT_TRUE(env.ok());
+  std::string sig = (*env)["signatures"][0]["sig"];
+  sig[5] = sig[5] == 'A' ? 'B' : 'A';
+  (*env)["signatures"][0]["sig"] = sig;
+  { std::ofstream(env_path, std::ios::trunc) << env->dump(); }
+  auto bad_sig = load_evidence(o);
+  ASSERT_TRUE(bad_sig.ok());
+  EXPECT_FALSE(bad_sig->ok);
+  EXPECT_EQ(bad_sig->signature_state, "failed");
+  { std::ofstream(env_path, std::ios::trunc) << env_text; }
+  ASSERT_TRUE(load_evidence(o)->ok);
+
+  // A frame replaced after signing: the receipt's own frame check and the envelope's subjects fail.
+  const std::string frame = d.path() + "/" + (*receipt)["observation"]["sha256"].get<std::string>() + ".png";
+  { std::ofstream(frame, std::ios::app) << "x"; }
+  auto bad_frame = load_evidence(o);
+  ASSERT_TRUE(bad_frame.ok());
+  EXPECT_FALSE(bad_frame->ok);
+  std::vector<std::string> names = failed(*bad_frame);
+  EXPECT_NE(std::find(names.begin(), names.end(), "subjects"), names.end())
+      << ::testing::PrintToString(names);
 }
 
 TEST(Report, GoldenRendersEveryEventWithEveryCheckPassing) {
@@ -247,16 +319,28 @@ TEST(Report, CommandWritesPrivateFileAndReportsChecks) {
   EXPECT_EQ((*result)["report"]["sha256"], sha256_hex(read_text(path)));
   EXPECT_EQ((*result)["checks"].size(), 13u);
 
-  // --key without a signature: written, but the signature check fails (exit 1, verify-failed).
-  o.key_path = d.path() + "/no-such.pub";
+  // --key with a key but no signature: written, but the envelope check fails (exit 1,
+  // verify-failed); the page never claims what it could not check.
+  SessionEvidence signer(d.path() + "/state");
+  ASSERT_TRUE(signer.key().ok());
+  o.key_path = d.path() + "/state/keys/signing.pub";
   o.format = ReportFormat::kMarkdown;
   std::ostringstream out2, err2;
   EXPECT_EQ(run_report_command(o, true, out2, err2), 1);
   result = parse_json_strict(out2.str(), 1 << 20, "t");
   ASSERT_TRUE(result.ok());
   EXPECT_EQ((*result)["error"]["code"], "verify-failed");
-  EXPECT_EQ((*result)["error"]["message"], "failed checks: signature");
+  EXPECT_NE((*result)["error"]["message"].get<std::string>().find("envelope"), std::string::npos)
+      << out2.str();
+  EXPECT_EQ((*result)["authenticated"], false);
   EXPECT_TRUE(fs::exists(d.path() + "/report.md"));
+  // A --key that cannot be read is an error of its own: no report is written.
+  fs::remove(d.path() + "/report.md");
+  o.key_path = d.path() + "/no-such.pub";
+  std::ostringstream out2b, err2b;
+  EXPECT_NE(run_report_command(o, true, out2b, err2b), 0);
+  EXPECT_NE(out2b.str().find("\"key-unreadable\""), std::string::npos) << out2b.str();
+  EXPECT_FALSE(fs::exists(d.path() + "/report.md"));
 
   // -o - with --json is a usage error; nothing written.
   o.key_path.clear();

@@ -15,6 +15,7 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/evidence/dsse.h"
 #include "evident/receipts/verify.h"
 
 namespace evident {
@@ -25,14 +26,13 @@ inline constexpr std::size_t kMaxReportFrames = 72;                       // dis
 inline constexpr std::size_t kMaxReportFrameBytes = 32u * 1024 * 1024;    // one frame
 inline constexpr std::size_t kMaxReportTotalFrameBytes = 96u * 1024 * 1024;  // all frames
 inline constexpr std::size_t kMaxReportEnvelopeBytes = 1024 * 1024;       // receipt.dsse.json
-inline constexpr std::string_view kEnvelopeFileName = "receipt.dsse.json";
 
 enum class ReportFormat { kHtml, kMarkdown };
 
 struct ReportOptions {
   std::string evidence_dir;  // holds receipt.json, actions.json, receipt.dsse.json
   std::string frames_dir;    // where <sha256>.png are; empty: evidence_dir
-  std::string key_path;      // --key PUB: authenticate the envelope (not in this build: a failed check)
+  std::string key_path;      // --key PUB: authenticate the envelope (signature, subjects, log proof)
   ReportFormat format = ReportFormat::kHtml;
   std::string out_path;      // empty: <evidence_dir>/report.html|report.md; "-": stdout
 };
@@ -74,9 +74,16 @@ struct Evidence {
   bool actions_file_present = false;
   std::vector<ReportEvent> events;
   std::map<std::string, ReportFrame> frames;
-  std::string signature_state;          // absent | present-unauthenticated | present-unverifiable
+  // absent (no receipt.dsse.json) | unchecked (signed, no --key given) | authenticated (--key:
+  // every envelope check passed) | failed (--key: an envelope check failed)
+  std::string signature_state;
   std::string signature_detail;         // for people
+  Json key_id = nullptr;                // the key that verified (authenticated only)
 };
+
+// A short phrase for the verdict line: "integrity only: not signed", "signed, not
+// authenticated: no --key given", "authenticated by ed25519:…", "NOT authenticated".
+std::string signature_phrase(const Evidence& ev);
 
 // Reads and checks an evidence directory. Errors: "report-unreadable" (DIR is not a readable
 // directory), "receipt-unreadable"/"receipt-json" (receipt.json), "report-too-large" (a limit
