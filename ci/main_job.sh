@@ -164,9 +164,10 @@ else
 fi
 
 echo "== evident report (HTML for people, Markdown for the CI step summary)"
-"$EVIDENT" report "$EVIDENCE"
-"$EVIDENT" report "$EVIDENCE" --format markdown
+"$EVIDENT" report "$EVIDENCE" --key "$KEY"
+"$EVIDENT" report "$EVIDENCE" --key "$KEY" --format markdown
 grep -q 'class="verdict ok"' "$EVIDENCE/report.html" || { echo "main_job: report.html is not verified" >&2; exit 1; }
+grep -q 'data-signature="authenticated"' "$EVIDENCE/report.html" || { echo "main_job: report.html is not authenticated" >&2; exit 1; }
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   cat "$EVIDENCE/report.md" >> "$GITHUB_STEP_SUMMARY"
 fi

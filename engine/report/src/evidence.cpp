@@ -326,8 +326,8 @@ Result<Evidence> load_evidence(const ReportOptions& options) {
     ev.signature_detail =
         a.authenticated
             ? "authenticated: receipt.dsse.json is signed by " + a.key_id.get<std::string>() +
-                  " (the --key given), its subjects match receipt.json and the frames, and the "
-                  "run-log inclusion proof checks."
+                  " (the --key given), its subjects are receipt.json's exact bytes and the "
+                  "receipt's frame digests, and the run-log inclusion proof checks."
             : "NOT authenticated with the --key given: see the failing envelope checks above.";
   }
 
