@@ -10,9 +10,9 @@ export EVIDENT_BIN="$PWD/$BUILD/engine/cli/evident"
 echo "== C++ unit tests"
 ctest --test-dir "$BUILD" -L unit --output-on-failure -j2
 echo "== C++ integration tests (real Xvfb)"
-# x11 tests drive real toolkits on a loaded 2-core machine; a failure is printed in full and the
-# test is run once more (docs/testing.md explains why and what is known to be load-sensitive).
-ctest --test-dir "$BUILD" -L x11 --output-on-failure -j2 --timeout 600 --repeat until-pass:2
+# No retries: a failing integration test fails the run (docs/testing.md: the causes that a rerun
+# used to hide were root-caused, and the no-retry campaign figures are in docs/reliability.md).
+ctest --test-dir "$BUILD" -L x11 --output-on-failure -j2 --timeout 600
 
 echo "== Python tests and scenarios"
 bash ci/pytest.sh
