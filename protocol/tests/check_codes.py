@@ -50,7 +50,6 @@ NOT_CODES = {
     "openai-computer": "agent adapter name",
     "openai-computer-use-preview": "agent adapter name",
     # report signature states (docs/evidence.md)
-    "present-unverifiable": "report signature state",
     # input tracing labels (EVIDENT_INPUT_TRACE; docs/input.md)
     "barrier-begin": "input trace label",
     "barrier-end": "input trace label",
