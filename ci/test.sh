@@ -16,3 +16,6 @@ ctest --test-dir "$BUILD" -L x11 --output-on-failure -j2 --timeout 600
 
 echo "== Python tests and scenarios"
 bash ci/pytest.sh
+
+echo "== Fuzz smoke (libFuzzer, ASan + UBSan; separate build dir; docs/reliability.md)"
+bash ci/fuzz.sh smoke 5

@@ -9,29 +9,29 @@
 
 namespace evident {
 
-Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
+Result<ActionBatchRequest> parse_action_batch_request(const Json& request, int display_width,
+                                                      int display_height) {
   const std::string code = "actions-request";
   JsonFields f(request, code, "request");
   EVIDENT_TRY(f.only({"actions", "observe", "settle", "coordinate_space"}));
-  bool observe = true;
+  ActionBatchRequest out;
   if (f.has("observe")) {
     auto o = f.string("observe");
     if (!o.ok()) return o.error();
     if (*o != "pixels" && *o != "none") return make_error(code, "request: field \"observe\" must be pixels or none");
-    observe = *o == "pixels";
+    out.observe = *o == "pixels";
   }
-  std::int64_t settle_cap_ms = 0;  // 0 = off
   if (f.has("settle")) {
     const Json& s = request.at("settle");
     if (s.is_boolean()) {
-      settle_cap_ms = s.get<bool>() ? kSettleDefaultCapMs : 0;
+      out.settle_cap_ms = s.get<bool>() ? kSettleDefaultCapMs : 0;
     } else {
       auto ms = f.integer("settle", 1, kSettleMaxCapMs);
       if (!ms.ok()) {
         return make_error(code, "request: field \"settle\" must be true, false or an integer 1.." +
                                     std::to_string(kSettleMaxCapMs));
       }
-      settle_cap_ms = *ms;
+      out.settle_cap_ms = *ms;
     }
   }
   CoordinateSpace space = CoordinateSpace::kPixel;
@@ -44,14 +44,24 @@ Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
   }
   auto arr = f.array("actions");
   if (!arr.ok()) return arr.error();
-  const ExecutorContext& ctx = executor.context();
-  auto actions = parse_actions(**arr, BatchMode::kCuActions, space, ctx.width, ctx.height);
+  auto actions = parse_actions(**arr, BatchMode::kCuActions, space, display_width, display_height);
   if (!actions.ok()) return actions.error();
+  out.actions = std::move(*actions);
+  return out;
+}
+
+Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
+  const ExecutorContext& ctx = executor.context();
+  auto parsed = parse_action_batch_request(request, ctx.width, ctx.height);
+  if (!parsed.ok()) return parsed.error();
+  const std::vector<Action>& actions = parsed->actions;
+  const std::int64_t settle_cap_ms = parsed->settle_cap_ms;
+  const bool observe = parsed->observe;
 
   Json results = Json::array();
   bool any_input = false;
-  for (std::size_t i = 0; i < actions->size(); ++i) {
-    ActionResult r = executor.execute((*actions)[i], static_cast<int>(i));
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    ActionResult r = executor.execute(actions[i], static_cast<int>(i));
     any_input = any_input || r.input;
     results.push_back(r.to_json());
     // A failed action ends the batch: later actions depended on it (documented in docs/actions.md).

@@ -2,6 +2,10 @@
 // held input, settle, observe.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "evident/actions/action.h"
 #include "evident/actions/executor.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
@@ -13,6 +17,20 @@ namespace evident {
 inline constexpr std::int64_t kSettleQuietMs = protocol::kSettleQuietMs;
 inline constexpr std::int64_t kSettleDefaultCapMs = protocol::kSettleDefaultCapMs;
 inline constexpr std::int64_t kSettleMaxCapMs = protocol::kSettleMaxCapMs;
+
+// A §4 batch request, validated whole before anything runs.
+struct ActionBatchRequest {
+  std::vector<Action> actions;     // parsed for the display's size (BatchMode::kCuActions)
+  bool observe = true;             // "observe": "pixels" (default) | "none"
+  std::int64_t settle_cap_ms = 0;  // 0 = settle off
+};
+
+// Parses and validates a §4 request ({"actions","observe","settle","coordinate_space"}) for a
+// display of display_width x display_height. Pure (no X): run_action_batch's first step, and
+// what the actions fuzz harness drives. Errors: "actions-request" (bad top-level shape, field or
+// value), "action-invalid" (a bad action); messages never echo request content.
+Result<ActionBatchRequest> parse_action_batch_request(const Json& request, int display_width,
+                                                      int display_height);
 
 // Runs a §4 request ({"actions","observe","settle","coordinate_space"}) and returns
 // {"results":[...],"observation":{...},"settle":{...}} (without "ok").
