@@ -1,13 +1,10 @@
-# Sanitizer and fuzzing builds (docs/reliability.md "Fuzzing and sanitizers"). Both are separate
-# build directories; neither changes the default build.
-#   -DEVIDENT_SANITIZE=ON  every target with AddressSanitizer + UndefinedBehaviorSanitizer (any
-#                          compiler with them: GCC or clang); ci/sanitize.sh runs the C++ tests.
-#   -DEVIDENT_FUZZ=ON      the libFuzzer harnesses of engine/fuzz (clang only), the libraries they
-#                          link instrumented for coverage and built with ASan + UBSan; ci/fuzz.sh.
-option(EVIDENT_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+# The fuzzing build (docs/reliability.md "Fuzzing and sanitizers"): a separate build directory;
+# it does not change the default build.
+#   -DEVIDENT_FUZZ=ON  the libFuzzer harnesses of engine/fuzz (clang only), the libraries they
+#                      link instrumented for coverage and built with ASan + UBSan; ci/fuzz.sh.
 option(EVIDENT_FUZZ "Build the libFuzzer harnesses in engine/fuzz (clang; ASan + UBSan)" OFF)
 
-if(EVIDENT_SANITIZE OR EVIDENT_FUZZ)
+if(EVIDENT_FUZZ)
   # Any UBSan finding aborts (a report that scrolls by is not a test failure otherwise).
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
