@@ -3,7 +3,6 @@ app): `evident disclose` writes a 0600 disclosure that both verifiers accept wit
 `--disclosure`, wrong values, salts and indexes fail the same named checks in both, and the
 typed text and key name appear in no file the engine wrote except the private record
 (<state>/commitments/<session_id>.json)."""
-import glob
 import hashlib
 import json
 import os
@@ -15,24 +14,16 @@ import pytest
 
 import evident
 from evident import actions as a
+from evident_bin import find_evident_bin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 VERIFY_PY = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
 XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
 
 
-def _evident_bin():
-    env = os.environ.get("EVIDENT_BIN")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    for c in [os.path.join(ROOT, "build", "engine", "cli", "evident")] + \
-            sorted(glob.glob(os.path.join(ROOT, "build-*", "engine", "cli", "evident"))):
-        if os.access(c, os.X_OK):
-            return c
-    return None
 
 
-EVIDENT = _evident_bin()
+EVIDENT = find_evident_bin()
 pytestmark = pytest.mark.skipif(EVIDENT is None, reason="the evident binary is not built")
 TYPED = "Pa55-" + secrets.token_hex(6) + "-word"
 KEY = "ctrl+shift+e"

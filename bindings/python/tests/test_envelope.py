@@ -23,23 +23,15 @@ import evident
 from evident import actions as a
 from evident import envelope as E
 from evident import verify as V
+from evident_bin import find_evident_bin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 JOB = hashlib.sha256(b"envelope agreement test").hexdigest()
 
 
-def _evident_bin():
-    env = os.environ.get("EVIDENT_BIN")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    for c in [os.path.join(ROOT, "build", "engine", "cli", "evident")] + \
-            sorted(glob.glob(os.path.join(ROOT, "build-*", "engine", "cli", "evident"))):
-        if os.access(c, os.X_OK):
-            return c
-    return None
 
 
-EVIDENT = _evident_bin()
+EVIDENT = find_evident_bin()
 pytestmark = pytest.mark.skipif(EVIDENT is None, reason="the evident binary is not built")
 
 

@@ -3,7 +3,6 @@ envelope written at close, `evident verify --key`, the plain-tools recipe of doc
 by bash exactly as written there, and the run log checked by an independent pure-Python RFC 9162
 implementation (recursive MTH / PATH / SUBPROOF from the RFC's definitions, hashlib only)."""
 import base64
-import glob
 import hashlib
 import json
 import os
@@ -16,24 +15,16 @@ import pytest
 import evident
 from evident import actions as a
 from evident import verify as V
+from evident_bin import find_evident_bin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
 JOB = hashlib.sha256(b"signed evidence test").hexdigest()
 
 
-def _evident_bin():
-    env = os.environ.get("EVIDENT_BIN")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    for c in [os.path.join(ROOT, "build", "engine", "cli", "evident")] + \
-            sorted(glob.glob(os.path.join(ROOT, "build-*", "engine", "cli", "evident"))):
-        if os.access(c, os.X_OK):
-            return c
-    return None
 
 
-EVIDENT = _evident_bin()
+EVIDENT = find_evident_bin()
 pytestmark = pytest.mark.skipif(EVIDENT is None, reason="the evident binary is not built")
 
 

@@ -8,7 +8,6 @@ The agreement tests need the `evident` binary: $EVIDENT_BIN, else build/engine/c
 from __future__ import annotations
 
 import copy
-import glob
 import hashlib
 import importlib.util
 import json
@@ -18,6 +17,7 @@ import subprocess
 import sys
 
 import pytest
+from evident_bin import find_evident_bin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 VERIFY_PY = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
@@ -38,18 +38,9 @@ def _load_verify():
 V = _load_verify()
 
 
-def _evident_bin():
-    env = os.environ.get("EVIDENT_BIN")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    for c in [os.path.join(ROOT, "build", "engine", "cli", "evident")] + \
-            sorted(glob.glob(os.path.join(ROOT, "build-*", "engine", "cli", "evident"))):
-        if os.access(c, os.X_OK):
-            return c
-    return None
 
 
-EVIDENT = _evident_bin()
+EVIDENT = find_evident_bin()
 needs_evident = pytest.mark.skipif(
     EVIDENT is None, reason="the evident binary is not built (set EVIDENT_BIN or build "
                             "build/engine/cli/evident): C++/Python agreement not checked here "
