@@ -68,7 +68,7 @@ class PyEngine {
       return evident::dump_json(evident::error_response(
           evident::make_error("engine-closed", "this Engine was closed; create a new one")));
     }
-    // Resolved here, never taken from request fields (contract §1).
+    // Resolved here, never taken from request fields (docs/protocol.md §1).
     evident::Actor actor{evident::Actor::Kind::kInProcess, static_cast<unsigned>(::getuid()),
                          static_cast<int>(::getpid())};
     evident::Json reply = engine->call(actor, std::string_view(request_json));

@@ -46,7 +46,7 @@ Status make_private_dir(const std::string& path) {
   std::filesystem::path p(path);
   if (p.has_parent_path() && !std::filesystem::exists(p.parent_path(), ec)) {
     // Missing ancestors are created 0700 too (e.g. the state dir above evidence/): whatever
-    // evident creates to hold private files is private (contract §3).
+    // evident creates to hold private files is private (docs/protocol.md §3).
     std::vector<std::filesystem::path> missing;
     for (auto a = p.parent_path(); !a.empty() && !std::filesystem::exists(a, ec); a = a.parent_path()) {
       missing.push_back(a);

@@ -1,4 +1,4 @@
-// Timestamps round-trip in the contract's RFC 3339 form; private files are private and atomic.
+// Timestamps round-trip in the protocol's RFC 3339 form; private files are private and atomic.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 

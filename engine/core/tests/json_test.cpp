@@ -83,7 +83,7 @@ std::string nested(int depth, bool objects, bool slow) {
 }
 }  // namespace
 
-// Contract §12: a nesting limit of 64 levels, enforced by the parser before it recurses, on both
+// docs/protocol.md §8: a nesting limit of 64 levels, enforced by the parser before it recurses, on both
 // the fast path and the SAX path, with one stable message.
 TEST(StrictJson, NestingLimitOnBothPaths) {
   EXPECT_EQ(evident::kMaxJsonDepth, 64);

@@ -119,7 +119,7 @@ TEST_F(DaemonHostileTest, CutUtf8FieldNamesThroughCuActions) {
   EXPECT_EQ(ok.value("ok", false), true) << ok.dump();
 }
 
-// Contract §12: 64 levels at most, refused by the parser before it recurses; the issue's
+// docs/protocol.md §8: 64 levels at most, refused by the parser before it recurses; the issue's
 // ~30,000-level claims (60 KB, under the 96 KiB session limit) crashed the daemon in JCS.
 TEST_F(DaemonHostileTest, DeepNestingIsRefusedEverywhere) {
   const std::string digest(64, '0');

@@ -52,8 +52,9 @@ TEST(Receipt, ProjectionRemovesSecrets) {
   EXPECT_EQ(bytes.find("ctrl+shift+t"), std::string::npos);
   const Json& event = (*receipt)["transcript"][2];
   ASSERT_EQ(event["action"], "type");
+  // printf 'evident/action-projection/v2\0{"type":"type"}' | sha256sum  (docs/receipts.md)
   EXPECT_EQ(event["projection_sha256"],
-            *domain_digest(kDomainActionProjection, Json{{"type", "type"}}));
+            "5eaba2c95c335969d11a69cff0732d39c2af67eed53a1fe67335aabf6675ae3f");
   EXPECT_NE(event["projection_sha256"],
             *domain_digest(kDomainActionProjection, in.actions[1].projection));
 }

@@ -1,4 +1,4 @@
-// In-process Engine tests against real Xvfb: the op table answers with the contract's shapes,
+// In-process Engine tests against real Xvfb: the op table answers with the protocol's shapes,
 // refuses bad envelopes with stable codes, serves concurrent callers, and shutdown cleans up.
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ TEST(ActorTest, JsonShapes) {
             Json::parse(R"({"ok":false,"error":{"code":"x-y","message":"m","retryable":true}})"));
 }
 
-// Proves: the display ops through Engine::call produce the contract's results, concurrently.
+// Proves: the display ops through Engine::call produce the protocol's results, concurrently.
 TEST_F(EngineTest, DisplayOpsThroughCall) {
   Json ping = call(R"({"op":"ping"})");
   EXPECT_EQ(ping["ok"], true);

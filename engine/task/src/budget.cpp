@@ -43,7 +43,7 @@ Status TaskBudget::admit(const agents::ParsedTurn& turn, std::int64_t now_ms) co
   if (turns_left() <= 0) {
     return make_error("task-turn-limit", "the task has used all of its " + std::to_string(limits_.max_turns) + " turns");
   }
-  bool only_looks = true;  // attest: screenshot and zoom calls only (contract §8)
+  bool only_looks = true;  // attest: screenshot and zoom calls only (docs/agents.md)
   for (const agents::MappedCall& c : turn.calls) {
     for (const Action& a : c.parsed) {
       only_looks = only_looks && (a.type == ActionType::kScreenshot || a.type == ActionType::kZoom);

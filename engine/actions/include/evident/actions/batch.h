@@ -1,4 +1,4 @@
-// The cu.actions batch runner (contract §4): validate the request, run every action, release
+// The cu.actions batch runner (docs/protocol.md §4): validate the request, run every action, release
 // held input, settle, observe.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace evident {
 
-// Settle parameters (contract §4): quiet window and caps.
+// Settle parameters (docs/protocol.md §4): quiet window and caps.
 inline constexpr std::int64_t kSettleQuietMs = protocol::kSettleQuietMs;
 inline constexpr std::int64_t kSettleDefaultCapMs = protocol::kSettleDefaultCapMs;
 inline constexpr std::int64_t kSettleMaxCapMs = protocol::kSettleMaxCapMs;

@@ -29,7 +29,7 @@ struct ActionResult {
   ActionStatus status = ActionStatus::kFailed;
   std::string detail;              // never contains typed text or key names
   std::uint64_t input_events = 0;  // XTest events this action injected
-  bool input = false;              // an input action (contract §6 "input")
+  bool input = false;              // an input action (docs/protocol.md §6 "input")
   std::optional<PngFrame> frame;   // screenshot/zoom: the PNG (also written under observation_dir)
   std::string frame_path;
   // {"index","type","status","detail"} (+ "png" for screenshot/zoom).

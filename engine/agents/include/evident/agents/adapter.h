@@ -17,7 +17,7 @@
 
 namespace evident::agents {
 
-// Limits of one turn (contract §8); the task lane enforces the per-task ones.
+// Limits of one turn (docs/agents.md); the task lane enforces the per-task ones.
 inline constexpr std::size_t kMaxActionsPerTurn = kMaxActionsPerBatch;  // 16
 inline constexpr std::size_t kMaxCallIdBytes = 256;
 inline constexpr std::size_t kMaxResponseBytes = 1024 * 1024;  // task.turn "response"
@@ -114,7 +114,7 @@ class Adapter {
   }
 };
 
-// The adapter registered under `name` (contract §8 names), or nullptr.
+// The adapter registered under `name` (names in docs/agents.md), or nullptr.
 const Adapter* find_adapter(std::string_view name);
 // Every adapter name, in the documented order.
 std::vector<std::string_view> adapter_names();

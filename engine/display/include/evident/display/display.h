@@ -51,7 +51,7 @@ struct DisplayInfo {
   int dpi = 0;
   pid_t xvfb_pid = 0;
   std::int64_t ready_us = 0;  // create -> ready, microseconds
-  // The contract's shape: {"id","name","generation","width","height"}.
+  // The protocol's shape: {"id","name","generation","width","height"}.
   Json to_json() const;
 };
 

@@ -11,7 +11,7 @@
 
 namespace evident {
 
-// Digest domains (contract §6). Each H() input is: domain bytes, one 0x00 byte, JCS(value).
+// Digest domains (docs/protocol.md §6). Each H() input is: domain bytes, one 0x00 byte, JCS(value).
 inline constexpr std::string_view kDomainStageTranscript = "evident/stage-transcript/v2";
 inline constexpr std::string_view kDomainTranscript = "evident/transcript/v2";
 inline constexpr std::string_view kDomainClaims = "evident/claims/v2";

@@ -1,4 +1,4 @@
-// Building and writing `evident.session-receipt/v3` receipts (contract §6 and §9,
+// Building and writing `evident.session-receipt/v3` receipts (docs/receipts.md,
 // docs/receipts.md; v2 is still built for the v2 goldens).
 // The session module records what happened; this module turns it into the receipt JSON with
 // every digest, so the format lives in one place and needs no X.
@@ -85,7 +85,7 @@ struct ReceiptInput {
   Json claims;                               // the caller's claims object, as sent to finish
 };
 
-// The projection P of a validated action (contract §6): "type", "key" and "paste" keep only
+// The projection P of a validated action (docs/protocol.md §6): "type", "key" and "paste" keep only
 // {"type"}; "hold_key" keeps {"type","ms"}; every other action keeps all its fields (geometry,
 // button, direction, amount, ms — none of them secret). Never fails; a non-object yields {}.
 Json project_action(const Json& action);

@@ -1,4 +1,4 @@
-// Offline verification of `evident.session-receipt/v3` and `/v2` receipts (contract §7, §9). The checks and
+// Offline verification of `evident.session-receipt/v3` and `/v2` receipts (docs/receipts.md). The checks and
 // their names are specified in docs/receipts.md; bindings/python/evident/verify.py implements
 // the same algorithm independently.
 #pragma once

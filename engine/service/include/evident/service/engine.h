@@ -55,7 +55,7 @@ struct EngineOptions {
 
 // Request envelope (internal wire format, also used by the daemon socket):
 //   {"op":"<name>","args":{...}}
-// Ops and their args (results are exactly the contract's JSON, including "ok"):
+// Ops and their args (results are exactly the protocol's JSON, including "ok"):
 //   display.create   {width?,height?,depth?,dpi?}
 //   display.destroy  {display_id,generation}
 //   display.list     {}
@@ -64,7 +64,7 @@ struct EngineOptions {
 //   app.launch       {display_id,generation,argv:[...],wait_window_ms?}
 //   app.stop         {app_id}
 //   app.list         {}
-//   cu.actions       {display_id,generation,request:{...contract §4 batch...}}
+//   cu.actions       {display_id,generation,request:{...docs/protocol.md §4 batch...}}
 //   session          {request:"<raw JSON text of one §5 request>"}  (parsed strictly by the session layer)
 //   browser.create|close|list|status|evaluate|navigate|element_box  (ops_browser.cpp, docs/browsers.md)
 //   ping             {}  -> {"ok":true,"version":"…","pid":P}

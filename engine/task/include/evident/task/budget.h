@@ -1,4 +1,4 @@
-// The limits of one agent task (contract §8; docs/agents.md "Limits"): turns, actions and the
+// The limits of one agent task (docs/agents.md "Limits"): turns, actions and the
 // deadline, checked for a whole parsed turn before its first action runs. Pure logic: the task
 // lane passes monotonic milliseconds from its Clock.
 #pragma once
@@ -33,7 +33,7 @@ inline constexpr int kStageMaxTurns = 12;
 inline constexpr std::int64_t kStageDeadlineMs = 180'000;
 inline constexpr int kAttestMaxTurns = 2;
 inline constexpr std::int64_t kAttestDeadlineMs = 45'000;
-// A task is a session: the same 64 actions in all (contract §5, §8).
+// A task is a session: the same 64 actions in all (docs/sessions.md, docs/agents.md).
 inline constexpr std::size_t kMaxActionsPerTask = static_cast<std::size_t>(kMaxSessionActions);
 
 TaskLimits limits_for(TaskMode mode);

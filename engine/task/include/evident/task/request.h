@@ -1,4 +1,4 @@
-// One request of the agent task protocol (contract §8; docs/agents.md "Requests"), parsed strictly
+// One request of the agent task protocol (docs/agents.md "Requests"), parsed strictly
 // before anything is looked up or runs.
 #pragma once
 

@@ -20,7 +20,7 @@
 
 namespace evident::task {
 
-// One action that ran (the transcript's action event, contract §6/§8).
+// One action that ran (the transcript's action event, docs/receipts.md, docs/agents.md).
 struct RanAction {
   std::size_t call = 0;
   std::string type;               // §4 type (never secret)
