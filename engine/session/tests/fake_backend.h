@@ -28,8 +28,11 @@ struct FakeWorld {
   std::map<std::string, bool> app_dead;
   bool display_dead = false;
   bool fail_release = false;
-  int fail_action_at = -1;
-  std::function<void()> on_execute;  // runs inside execute() (e.g. blocks to simulate slow input)  // global execution count at which execute() returns failed
+  bool fail_capture = false;  // capture() fails while the display stays alive
+  int fail_action_at = -1;    // global execution count at which execute() returns failed
+  std::function<void()> on_execute;  // runs inside execute() (e.g. blocks to simulate slow input)
+  std::function<void()> on_capture;  // runs at the start of capture()
+  std::function<void()> on_release;  // runs at the start of release_all_checked()
   std::atomic<int> executed{0};
   std::atomic<int> captures{0};
   std::atomic<int> releases{0};
@@ -45,6 +48,8 @@ class FakeLease final : public SessionLease {
   }
   const SessionTarget& target() const override { return t_; }
   Result<SessionFrame> capture() override {
+    if (w_.on_capture) w_.on_capture();
+    if (w_.fail_capture) return make_error("capture-failed", "the capture failed");
     if (w_.display_dead) return make_error("capture-failed", "display gone");
     int n = ++w_.captures;
     SessionFrame f;
@@ -70,6 +75,7 @@ class FakeLease final : public SessionLease {
   }
   std::string settle(std::int64_t) override { return "fixed"; }
   Status release_all_checked() override {
+    if (w_.on_release) w_.on_release();
     ++w_.releases;
     if (w_.fail_release) return make_error("input-release-failed", "a key is still down");
     return {};
