@@ -94,7 +94,7 @@ int run_disclose(const EvidenceCli& cli, const std::string& state, bool json) {
 
 }  // namespace
 
-void add_evidence_commands(CLI::App& app, CLI::App* verify, EvidenceCli& cli) {
+void add_evidence_commands(CLI::App& app, EvidenceCli& cli) {
   auto* key = app.add_subcommand("key", "the signing key (Ed25519) in the state directory");
   key->require_subcommand(1);
   cli.key_init = key->add_subcommand("init", "create the signing key if there is none; print it");
@@ -127,11 +127,6 @@ void add_evidence_commands(CLI::App& app, CLI::App* verify, EvidenceCli& cli) {
                            "write the disclosure here (0600) instead of stdout");
   add_state_dir(cli.disclose, cli);
 
-  verify->add_option("--key", cli.auth.key_files,
-                     "a trusted public key (SPKI PEM); authenticates with receipt.dsse.json (repeatable)");
-  verify->add_option("--trusted-keys", cli.auth.trusted_keys_dir, "a directory of trusted *.pub/*.pem keys");
-  verify->add_option("--envelope", cli.auth.envelope_path,
-                     "the DSSE envelope (default: receipt.dsse.json beside the receipt)");
 }
 
 std::optional<int> run_evidence_commands(EvidenceCli& cli, bool json) {

@@ -1,14 +1,14 @@
-// `evident key …`, `evident log …`, `evident disclose` and the --key/--trusted-keys options of `evident verify`
+// `evident key …`, `evident log …` and `evident disclose`
 // (docs/receipts.md §8–§9). Local commands: they read the state directory, no daemon needed.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "evident/evidence/signed_verify.h"
 
 namespace evident {
 
@@ -28,7 +28,6 @@ struct EvidenceCli {
   std::uint64_t tree_size = 0;
   std::uint64_t old_size = 0;
   std::uint64_t new_size = 0;
-  AuthOptions auth;  // verify --key/--trusted-keys/--envelope
   // disclose RECEIPT --action N [-o FILE]
   CLI::App* disclose = nullptr;
   std::string disclose_receipt;
@@ -36,7 +35,7 @@ struct EvidenceCli {
   std::string disclose_out;
 };
 
-void add_evidence_commands(CLI::App& app, CLI::App* verify, EvidenceCli& cli);
+void add_evidence_commands(CLI::App& app, EvidenceCli& cli);
 // The exit status when one of these commands was parsed, else nullopt.
 std::optional<int> run_evidence_commands(EvidenceCli& cli, bool json);
 

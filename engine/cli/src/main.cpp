@@ -16,12 +16,12 @@
 #include "evident/core/json.h"
 #include "evident/daemon/daemon.h"
 #include "evident/display/display.h"
-#include "evident/receipts/verify.h"
 #include "evident/report/report.h"
 #include "evidence_cli.h"
 #include "evident/service/engine.h"
 #include "python_delegate.h"
 #include "browser_cli.h"
+#include "verify_cli.h"
 #include "windows_cli.h"
 
 namespace evident {
@@ -191,7 +191,8 @@ int run(int argc, char** argv) {
   }
 
   // `merge` and `fanout` (after any global options) are the Python package's; the rest of the
-  // command line is its own (python_delegate.cpp).
+  // command line is its own (python_delegate.cpp). `verify` is the same function as the X-free
+  // `evident-verify` executable (verify_cli.cpp), given the rest of the command line.
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" || a.rfind("--socket=", 0) == 0) continue;
@@ -202,6 +203,10 @@ int run(int argc, char** argv) {
     if (a == "merge" || a == "fanout") {
       return exec_python_module(a == "merge" ? "evident.merge" : "evident.fanout",
                                 std::vector<std::string>(argv + i + 1, argv + argc), g.json);
+    }
+    if (a == "verify") {
+      argv[i] = const_cast<char*>("evident verify");  // its --help names the command
+      return run_verify_program(argc - i, argv + i, g.json);
     }
     break;
   }
@@ -288,20 +293,11 @@ int run(int argc, char** argv) {
 
   BrowserCli browser_cli(app);  // browser (browser_cli.cpp)
 
-  // verify (local)
-  auto* verify = app.add_subcommand("verify", "verify a receipt offline");
-  std::string receipt;
-  VerifyOptions vo;
-  std::int64_t expect_uid = -1;
-  verify->add_option("RECEIPT", receipt)->required();
-  verify->add_option("--frames", vo.frames_dir, "the evidence directory with the frames");
-  verify->add_option("--png", vo.png_path, "a PNG that must be the observed frame");
-  verify->add_option("--expect-job", vo.expect_job_sha256, "the expected job_sha256");
-  verify->add_option("--expect-uid", expect_uid, "the expected actor uid");
-  verify->add_option("--disclosure", vo.disclosure_path,
-                     "a disclosure (evident disclose) to check against the receipt's commitment");
-  EvidenceCli evidence_cli;  // key, log, verify --key (evidence_cli.cpp)
-  add_evidence_commands(app, verify, evidence_cli);
+  // verify (local; handled before parsing, above, by run_verify_program); listed for --help.
+  app.add_subcommand("verify", "verify a receipt offline: RECEIPT [--frames DIR] [--key PUB.pem]... "
+                               "(the same as evident-verify)");
+  EvidenceCli evidence_cli;  // key, log, disclose (evidence_cli.cpp)
+  add_evidence_commands(app, evidence_cli);
 
   // report (local)
   auto* report = app.add_subcommand("report", "write a self-contained HTML (or Markdown) report of an evidence directory");
@@ -418,11 +414,6 @@ int run(int argc, char** argv) {
   if (report->parsed()) {
     ro.format = report_format == "markdown" ? ReportFormat::kMarkdown : ReportFormat::kHtml;
     return run_report_command(ro, g.json, std::cout, std::cerr);
-  }
-  if (verify->parsed()) {
-    if (expect_uid >= 0) vo.expect_uid = expect_uid;
-    SignedVerifyExtension signed_checks(evidence_cli.auth);
-    return run_verify_command(receipt, vo, g.json, std::cout, &signed_checks);
   }
   if (auto status = run_evidence_commands(evidence_cli, g.json)) return *status;
   return print_error(g, make_error("usage", "no command given"), 2);
