@@ -43,7 +43,7 @@ int run_verify_program(int argc, const char* const* argv, bool json) {
     }
   }
 
-  CLI::App app{"verify a receipt offline", argc > 0 ? argv[0] : "evident-verify"};
+  CLI::App app{"verify a receipt offline", argc > 0 ? argv[0] : ""};
   std::string receipt;
   VerifyOptions vo;
   std::int64_t expect_uid = -1;
