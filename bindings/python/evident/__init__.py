@@ -16,11 +16,13 @@ See docs/python.md for the whole API and the pytest plugin (fixtures ``evident_d
 from __future__ import annotations
 
 from . import actions
+from ._data import (ActionResult, BatchResult, DisplayStatus, ElementBox, Observation, Png,
+                    PngInfo, WaitResult, Window)
 from ._version import __version__
-from .actions import ActionResult, BatchResult, Observation, PngInfo
 from .app import App
-from .browser import Browser, ElementBox
-from .display import Display, DisplayStatus, Png
+from .browser import Browser
+from .client import Client
+from .display import Display
 from .engine import Engine
 from .errors import (ActionError, AppError, BrowserError, DisplayError, EngineError,
                      EvidentError, ReceiptError, SessionError, TaskError, UsageError,
@@ -28,7 +30,7 @@ from .errors import (ActionError, AppError, BrowserError, DisplayError, EngineEr
 from .session import Session
 from .verification import Verification, VerifyCheck, verify_receipt
 from .waiting import wait_for
-from .windows import WaitResult, WaitTimeout, Window
+from .windows import WaitTimeout
 
 __all__ = [
     "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Browser", "ElementBox", "Session",
@@ -38,11 +40,3 @@ __all__ = [
     "Window", "WaitResult", "WaitTimeout",
 ]
 
-
-def __getattr__(name: str):
-    # The daemon client is optional and imported on first use.
-    if name == "Client":
-        from .client import Client
-
-        return Client
-    raise AttributeError(f"module 'evident' has no attribute {name!r}")

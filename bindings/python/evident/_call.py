@@ -6,11 +6,15 @@ instead of after the whole batch. What happens to the interrupted request is doc
 docs/python.md ("Ctrl-C"): the engine finishes input that is already in flight, releases every
 held key and button itself, and the Python side aborts the session (if any) as soon as the
 in-flight request returns.
+
+It also declares :class:`Caller`, the one thing the resource classes (``Display``, ``App``,
+``Browser``, ``Session``, the window helpers) need from an engine: they depend on this protocol,
+never on :class:`evident.Engine` or on each other's modules (docs/python.md, "Package layout").
 """
 from __future__ import annotations
 
 import threading
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
 _SLICE_S = 0.05
 
@@ -46,12 +50,34 @@ class PendingCall:
                 pass
 
 
+InterruptHook = Callable[[PendingCall], None]
+"""Called with the still running request when Ctrl-C interrupts the caller's wait."""
+
+
+class Caller(Protocol):
+    """Something that can call the engine: :class:`evident.Engine` and :class:`evident.Client`.
+
+    ``request`` sends one envelope ``{"op", "args"}`` and returns the reply object as is;
+    ``call`` does the same but raises the mapped :class:`evident.EvidentError` on ``ok: false``;
+    ``closed`` is true once the engine was closed (context managers then skip their cleanup).
+    """
+
+    @property
+    def closed(self) -> bool: ...
+
+    def request(self, op: str, args: Optional[Mapping[str, Any]] = None, *,
+                on_interrupt: Optional[InterruptHook] = None) -> Dict[str, Any]: ...
+
+    def call(self, op: str, args: Optional[Mapping[str, Any]] = None, *,
+             on_interrupt: Optional[InterruptHook] = None) -> Dict[str, Any]: ...
+
+
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
 def run_interruptible(fn: Callable[[str], str], text: str,
-                      on_interrupt: Optional[Callable[[PendingCall], None]] = None,
+                      on_interrupt: Optional[InterruptHook] = None,
                       track: Optional[Callable[[PendingCall, bool], None]] = None) -> str:
     """Calls ``fn(text)``; from the main thread, on a worker so Ctrl-C interrupts the wait.
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from ._native import find_core
+
 
 def _read_version() -> str:
-    from ._native import find_core
-
     core = find_core()
     if core is not None:
         return str(core.version)

@@ -1,4 +1,4 @@
-"""The action vocabulary (contract §4) as plain builders, and results as small objects.
+"""The action vocabulary (docs/protocol.md §4) as plain builders; results are small objects.
 
 Builders return the exact JSON object the engine expects, so a batch is just a list::
 
@@ -7,26 +7,20 @@ Builders return the exact JSON object the engine expects, so a batch is just a l
 
 Outcomes are data: every result has ``status`` ``ok`` (effect verified), ``injected`` (events
 reached the X server, effect not verified) or ``failed`` (with ``detail``). ``result.check()``
-raises :class:`ActionError` for a failed result when a test wants that.
+raises :class:`ActionError` for a failed result when a test wants that. The result types live in
+``evident._data`` (the package's value types) and are re-exported here.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Optional, Sequence
 
-from .errors import ActionError
-
-Action = Dict[str, Any]
-Settle = Union[bool, int]
+from ._data import Action, ActionResult, BatchResult, Observation, PngInfo, Settle
 
 __all__ = [
     "Action", "ActionResult", "BatchResult", "Observation", "PngInfo", "ActionHelpers",
     "click", "double_click", "triple_click", "mouse_down", "mouse_up", "move_mouse", "drag",
     "scroll", "type", "paste", "key", "hold_key", "wait", "screenshot", "zoom",
 ]
-
-_type = type  # `type` is an action name below
 
 
 def _button(action: Action, button: Optional[str]) -> Action:
@@ -75,7 +69,7 @@ def scroll(x: int, y: int, direction: str, amount: Optional[int] = None) -> Acti
     return a
 
 
-def type(text: str) -> Action:  # noqa: A001 - the contract's name
+def type(text: str) -> Action:  # noqa: A001 - the protocol's name
     """Types any Unicode text; ``\\n`` presses Return and ``\\t`` Tab."""
     return {"type": "type", "text": text}
 
@@ -107,122 +101,6 @@ def zoom(x: int, y: int, width: int, height: int) -> Action:
     return {"type": "zoom", "x": x, "y": y, "width": width, "height": height}
 
 
-@dataclass(frozen=True)
-class PngInfo:
-    """A PNG written by the engine: ``{"path","sha256","byte_length","width","height"}``."""
-
-    path: Optional[str]
-    sha256: str
-    byte_length: int
-    width: int
-    height: int
-
-    @classmethod
-    def from_json(cls, obj: Optional[Mapping[str, Any]]) -> Optional["PngInfo"]:
-        if not obj:
-            return None
-        return cls(obj.get("path"), obj.get("sha256", ""), int(obj.get("byte_length", 0)),
-                   int(obj.get("width", 0)), int(obj.get("height", 0)))
-
-    def read_bytes(self) -> bytes:
-        if not self.path:
-            raise FileNotFoundError("this PNG has no path")
-        with open(self.path, "rb") as f:
-            return f.read()
-
-    def image(self):
-        """The frame as a Pillow ``Image`` (requires Pillow)."""
-        from .display import Png
-
-        return Png(self.read_bytes(), info=self).image()
-
-
-@dataclass(frozen=True)
-class ActionResult:
-    """One action's outcome: ``{"index","type","status","detail"}`` plus any extra fields."""
-
-    index: int
-    type: str
-    status: str
-    detail: str
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "ActionResult":
-        return cls(int(obj.get("index", 0)), str(obj.get("type", "")),
-                   str(obj.get("status", "")), str(obj.get("detail", "")), dict(obj))
-
-    @property
-    def ok(self) -> bool:
-        """True for ``ok`` and ``injected`` (events delivered), False for ``failed``."""
-        return self.status in ("ok", "injected")
-
-    @property
-    def verified(self) -> bool:
-        """True only for ``ok``: the intended effect was verified."""
-        return self.status == "ok"
-
-    @property
-    def png(self) -> Optional[PngInfo]:
-        """For screenshot/zoom results that carry a PNG."""
-        return PngInfo.from_json(self.raw.get("png"))
-
-    def check(self) -> "ActionResult":
-        """Returns self, or raises ``ActionError("action-failed")`` if the status is failed."""
-        if self.status == "failed":
-            raise ActionError("action-failed", f"{self.type} #{self.index} failed: {self.detail}")
-        return self
-
-
-@dataclass(frozen=True)
-class Observation:
-    kind: str
-    reason: str
-    png: Optional[PngInfo]
-
-    @classmethod
-    def from_json(cls, obj: Optional[Mapping[str, Any]]) -> Optional["Observation"]:
-        if not obj:
-            return None
-        return cls(str(obj.get("kind", "")), str(obj.get("reason", "")),
-                   PngInfo.from_json(obj.get("png")))
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    """A batch response: ``results``, ``observation`` and ``settle``."""
-
-    results: List[ActionResult]
-    observation: Optional[Observation]
-    settle: Mapping[str, Any]
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "BatchResult":
-        return cls([ActionResult.from_json(r) for r in obj.get("results", [])],
-                   Observation.from_json(obj.get("observation")),
-                   dict(obj.get("settle") or {}), dict(obj))
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.results)
-
-    def check(self) -> "BatchResult":
-        """Returns self, or raises ActionError for the first failed result."""
-        for r in self.results:
-            r.check()
-        return self
-
-    def __iter__(self):
-        return iter(self.results)
-
-    def __len__(self) -> int:
-        return len(self.results)
-
-    def __getitem__(self, i: int) -> ActionResult:
-        return self.results[i]
-
-
 class ActionHelpers:
     """One-action helpers over ``actions()``; each returns that action's :class:`ActionResult`.
 
@@ -233,7 +111,7 @@ class ActionHelpers:
 
     def actions(self, actions: Sequence[Action], *, observe: str = "pixels",
                 settle: Settle = False, coordinate_space: str = "pixel") -> BatchResult:
-        raise NotImplementedError
+        raise NotImplementedError  # provided by Display and the pytest plugin's helpers
 
     def _one(self, action: Action, observe: str, settle: Settle) -> ActionResult:
         return self.actions([action], observe=observe, settle=settle).results[0]

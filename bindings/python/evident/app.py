@@ -1,14 +1,12 @@
 """``evident.App``: a process the engine launched on one display generation."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Union
 
+from ._call import Caller
+from ._data import WaitResult, Window
 from .errors import AppError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .display import Display
-    from .engine import Engine
-    from .windows import Window
+from .windows import WindowHelpers
 
 __all__ = ["App"]
 
@@ -17,10 +15,12 @@ class App:
     """``app_id``, ``pid``, ``argv_sha256``, bound to ``display_id``/``generation``.
 
     Context manager: stops the app on exit (TERM, then KILL after a bound; reaped).
+    ``display`` is the :class:`evident.Display` that launched it (any object with the window
+    helpers), or None when the App was made from an app id alone.
     """
 
-    def __init__(self, engine: "Engine", obj: Mapping[str, Any],
-                 display: Optional["Display"] = None) -> None:
+    def __init__(self, engine: Caller, obj: Mapping[str, Any],
+                 display: Optional[WindowHelpers] = None) -> None:
         self.engine = engine
         self.app_id: str = str(obj["app_id"])
         self.display_id: int = int(obj.get("display_id", display.id if display else -1))
@@ -29,29 +29,27 @@ class App:
         self.argv_sha256: str = str(obj.get("argv_sha256", ""))
         self.display = display
         self.raw: Dict[str, Any] = dict(obj)
-        self._stopped_status: Optional[Any] = None
+        self._stopped_status: Optional[int] = None
         self._stopped = False
 
-    id = property(lambda self: self.app_id)
+    @property
+    def id(self) -> str:
+        return self.app_id
 
     def info(self) -> Optional[Dict[str, Any]]:
         """This app's entry in ``app list`` (None if the engine no longer lists it)."""
-        for a in self.engine.apps():
+        for a in self.engine.call("app.list")["apps"]:
             if a.get("app_id") == self.app_id:
-                return a
+                return dict(a)
         return None
 
     @property
     def alive(self) -> bool:
-        """Liveness as the engine sees it now (probed on every access)."""
+        """True when ``app list`` lists this app now with ``"alive": true`` (probed on every
+        access). False once it exited on its own (listed with ``alive: false`` and its
+        ``exit_status``) and once it is no longer listed (stopped, or its display destroyed)."""
         entry = self.info()
-        if entry is None:
-            return False
-        for k in ("alive", "live", "running"):
-            if k in entry:
-                return bool(entry[k])
-        state = entry.get("state") or entry.get("status")
-        return state in ("running", "alive", "live")
+        return entry is not None and entry.get("alive") is True
 
     @property
     def exit_status(self) -> Optional[int]:
@@ -67,11 +65,9 @@ class App:
             return None
         return int(entry["exit_status"])
 
-    def windows(self, *, mapped_only: bool = False) -> "List[Window]":
+    def windows(self, *, mapped_only: bool = False) -> List[Window]:
         """This app's top-level windows: those whose owner is its pid, a descendant of it or a
         process in its group (``window.list`` with ``app_id``)."""
-        from .windows import Window
-
         reply = self.engine.call("window.list", {"display_id": self.display_id,
                                                  "generation": self.generation,
                                                  "app_id": self.app_id,
@@ -79,18 +75,20 @@ class App:
         return [Window.from_json(w) for w in reply.get("windows", [])]
 
     def wait_window(self, *, title: Optional[str] = None, class_: Optional[str] = None,
-                    timeout: float = 10.0, raise_on_timeout: bool = True) -> Any:
+                    timeout: float = 10.0, raise_on_timeout: bool = True
+                    ) -> Union[Window, WaitResult]:
         """``display.wait_window(app=self, ...)``: a window of this app's process tree."""
         if self.display is None:
             raise AppError("app-args", "this App object has no Display to wait on")
         return self.display.wait_window(title=title, class_=class_, app=self, timeout=timeout,
                                         raise_on_timeout=raise_on_timeout)
 
-    def stop(self) -> Any:
+    def stop(self) -> Optional[int]:
         """Stops and reaps the app; returns its exit status (as the engine reports it)."""
         reply = self.engine.call("app.stop", {"app_id": self.app_id})
         self._stopped = True
-        self._stopped_status = reply.get("exit_status")
+        status = reply.get("exit_status")
+        self._stopped_status = None if status is None else int(status)
         return self._stopped_status
 
     def __enter__(self) -> "App":

@@ -9,39 +9,15 @@ an element, to click it with native input.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ._call import Caller
+from ._data import ElementBox
+from .app import App
 from .errors import BrowserError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .app import App
-    from .display import Display
-    from .engine import Engine
+from .windows import WindowHelpers
 
 __all__ = ["Browser", "ElementBox"]
-
-
-@dataclass(frozen=True)
-class ElementBox:
-    """An element's border box on the display, in screen pixels (integers)."""
-
-    x: int
-    y: int
-    width: int
-    height: int
-    center_x: int
-    center_y: int
-    in_viewport: bool
-
-    @property
-    def center(self) -> Tuple[int, int]:
-        return (self.center_x, self.center_y)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "ElementBox":
-        return cls(int(obj["x"]), int(obj["y"]), int(obj["width"]), int(obj["height"]),
-                   int(obj["center_x"]), int(obj["center_y"]), bool(obj["in_viewport"]))
 
 
 class Browser:
@@ -50,8 +26,8 @@ class Browser:
     Context manager: closes the browser on exit (Chromium stopped, its profile removed).
     """
 
-    def __init__(self, engine: "Engine", obj: Mapping[str, Any],
-                 display: Optional["Display"] = None) -> None:
+    def __init__(self, engine: Caller, obj: Mapping[str, Any],
+                 display: Optional[WindowHelpers] = None) -> None:
         self.engine = engine
         self.display = display
         self.browser_id: str = str(obj["browser_id"])
@@ -68,13 +44,13 @@ class Browser:
         self.raw: Dict[str, Any] = dict(obj)
         self.exit_status: Optional[int] = None
 
-    id = property(lambda self: self.browser_id)
+    @property
+    def id(self) -> str:
+        return self.browser_id
 
     @property
-    def app(self) -> "App":
+    def app(self) -> App:
         """The Chromium process as an :class:`evident.App` (e.g. to bind a session to it)."""
-        from .app import App
-
         return App(self.engine, {"app_id": self.app_id, "display_id": self.display_id,
                                  "generation": self.generation, "pid": self.pid},
                    display=self.display)

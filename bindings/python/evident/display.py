@@ -3,73 +3,21 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 
-from .actions import ActionHelpers, BatchResult, PngInfo, Settle
+from ._call import Caller
+from ._data import BatchResult, DisplayStatus, Png, PngInfo, Settle
+from .actions import ActionHelpers
+from .app import App
+from .browser import Browser
 from .errors import DisplayError
+from .session import Session
 from .windows import WindowHelpers
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .app import App
-    from .browser import Browser
-    from .engine import Engine
-    from .session import Session
+if TYPE_CHECKING:  # pragma: no cover - Pillow's types, for the annotations only
+    from PIL import Image as _PILImage
 
 __all__ = ["Display", "DisplayStatus", "Png"]
-
-
-class Png(bytes):
-    """PNG bytes, with the engine's metadata (``sha256``, ``width``, ``height``, ``path``)."""
-
-    info: Optional[PngInfo]
-
-    def __new__(cls, data: bytes, info: Optional[PngInfo] = None) -> "Png":
-        obj = super().__new__(cls, data)
-        obj.info = info
-        return obj
-
-    @property
-    def sha256(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(self).hexdigest()
-
-    @property
-    def width(self) -> int:
-        return int.from_bytes(self[16:20], "big")
-
-    @property
-    def height(self) -> int:
-        return int.from_bytes(self[20:24], "big")
-
-    def image(self):
-        """The PNG decoded by Pillow (``PIL.Image.Image``, mode RGB). Requires python3-pil."""
-        try:
-            from PIL import Image
-        except ImportError as e:  # pragma: no cover - Pillow is a Debian package here
-            raise ImportError("Png.image() needs Pillow (Debian: python3-pil)") from e
-        import io
-
-        img = Image.open(io.BytesIO(bytes(self)))
-        img.load()
-        return img
-
-    def save(self, path: str) -> str:
-        with open(path, "wb") as f:
-            f.write(self)
-        return path
-
-
-@dataclass(frozen=True)
-class DisplayStatus:
-    """``display status``: readiness layers probed fresh (``unknown`` counts as not ready)."""
-
-    ready: bool
-    layers: List[Dict[str, Any]]
-
-    def layer(self, name: str) -> Optional[Dict[str, Any]]:
-        return next((x for x in self.layers if x.get("name") == name), None)
 
 
 class Display(ActionHelpers, WindowHelpers):
@@ -79,7 +27,7 @@ class Display(ActionHelpers, WindowHelpers):
     Context manager: destroys the display (and its apps) on exit.
     """
 
-    def __init__(self, engine: "Engine", obj: Mapping[str, Any]) -> None:
+    def __init__(self, engine: Caller, obj: Mapping[str, Any]) -> None:
         self.engine = engine
         self.id: int = int(obj["id"])
         self.name: str = str(obj.get("name", f":{self.id}"))
@@ -137,25 +85,21 @@ class Display(ActionHelpers, WindowHelpers):
             info = PngInfo.from_json(reply.get("png"))
             with open(path, "rb") as f:
                 data = f.read()
-        if info is not None:
-            info = PngInfo(None, info.sha256, info.byte_length, info.width, info.height)
-        return Png(data, info)
+        return Png(data, info.without_path() if info is not None else None)
 
-    def image(self):
+    def image(self) -> "_PILImage.Image":
         """Shortcut for ``screenshot().image()``."""
         return self.screenshot().image()
 
     # -- apps -------------------------------------------------------------------------------
     def launch(self, argv: Sequence[str], *, wait_window_ms: Optional[int] = None,
-               env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> "App":
+               env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> App:
         """Launches ``argv`` on this display (DISPLAY/XAUTHORITY set, own process group).
 
         ``wait_window_ms`` waits for a mapped top-level window of the app's process tree
         (children included). ``env`` adds/overrides variables (not DISPLAY or XAUTHORITY);
         ``cwd`` is the app's working directory (absolute path of an existing directory).
         """
-        from .app import App
-
         args: Dict[str, Any] = {**self._ref(), "argv": [str(a) for a in argv]}
         if wait_window_ms is not None:
             args["wait_window_ms"] = int(wait_window_ms)
@@ -167,11 +111,9 @@ class Display(ActionHelpers, WindowHelpers):
         return App(self.engine, reply["app"], display=self)
 
     def browser(self, url: str, *, viewport: Optional[Sequence[int]] = None,
-                extra_args: Sequence[str] = (), profile_dir: Optional[str] = None) -> "Browser":
+                extra_args: Sequence[str] = (), profile_dir: Optional[str] = None) -> Browser:
         """Starts Chromium on this display with ``url`` loaded and exactly the CSS ``viewport``
         ``(width, height)`` (default: the display's size). See :class:`evident.Browser`."""
-        from .browser import Browser
-
         args: Dict[str, Any] = {**self._ref(), "url": str(url)}
         if viewport is not None:
             width, height = viewport
@@ -186,7 +128,7 @@ class Display(ActionHelpers, WindowHelpers):
     # -- actions ----------------------------------------------------------------------------
     def actions(self, actions: Sequence[Mapping[str, Any]], *, observe: str = "pixels",
                 settle: Settle = False, coordinate_space: str = "pixel") -> BatchResult:
-        """Runs one action batch outside a session (contract §4); refused while a session holds
+        """Runs one action batch outside a session (docs/protocol.md §4); refused while a session holds
         this display. Results are data; a refused batch raises ``ActionError``/``UsageError``.
         """
         request: Dict[str, Any] = {"actions": [dict(a) for a in actions], "observe": observe,
@@ -195,11 +137,9 @@ class Display(ActionHelpers, WindowHelpers):
         return BatchResult.from_json(reply)
 
     # -- sessions ---------------------------------------------------------------------------
-    def session(self, app: "App | str", *, attempt_id: Optional[str] = None,
-                job_sha256: Optional[str] = None) -> "Session":
+    def session(self, app: Union[App, str], *, attempt_id: Optional[str] = None,
+                job_sha256: Optional[str] = None) -> Session:
         """Begins a session on this display bound to ``app`` (see :class:`evident.Session`)."""
-        from .session import Session
-
         return Session.begin(self.engine, self, app, attempt_id=attempt_id,
                              job_sha256=job_sha256)
 

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Union
+from types import ModuleType
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Union
 
-from ._call import PendingCall, run_interruptible
-from .errors import EngineError, EvidentError, error_from_reply
+from ._call import InterruptHook, PendingCall, run_interruptible
+from ._native import find_core
+from .app import App
+from .display import Display
+from .errors import EngineError, error_from_reply
+from .session import Session
 
 __all__ = ["Engine", "load_core"]
 
 
-def load_core():
+def load_core() -> ModuleType:
     """Imports the compiled ``evident._core`` extension (raises ImportError with a remedy)."""
-    from ._native import find_core
-
     core = find_core()
     if core is None:  # pragma: no cover - depends on the build
         raise ImportError(
@@ -27,6 +30,15 @@ def load_core():
             "build it (cmake --build build --target _core) and put build/bindings/core on "
             "PYTHONPATH.")
     return core
+
+
+class Backend(Protocol):
+    """What carries the envelopes: ``evident._core.Engine`` in-process, a socket for
+    :class:`evident.Client`. (``wait_warm(timeout_ms)`` is optional.)"""
+
+    def call(self, request_json: str) -> str: ...
+
+    def close(self) -> None: ...
 
 
 def _dumps(obj: Any) -> str:
@@ -45,7 +57,7 @@ class Engine:
     """
 
     def __init__(self, state_dir: Optional[str] = None, runtime_dir: Optional[str] = None, *,
-                 backend: Any = None, warm: Optional[Sequence[Sequence[int]]] = None) -> None:
+                 backend: Optional[Backend] = None, warm: Optional[Sequence[Sequence[int]]] = None) -> None:
         # warm: sizes to keep one pre-started, ready display each for, e.g. [(1920, 1080)];
         # (width, height[, depth[, dpi]]). create_display with an equal size leases it.
         if backend is None:
@@ -57,7 +69,7 @@ class Engine:
                 backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
         self._backend = backend
         self._lock = threading.Lock()
-        self._inflight: "set[PendingCall]" = set()
+        self._inflight: Set[PendingCall] = set()
         self._idle = threading.Condition(self._lock)
         self._closed = False
 
@@ -70,8 +82,8 @@ class Engine:
                 self._inflight.discard(pending)
                 self._idle.notify_all()
 
-    def request(self, op: str, args: Optional[Dict[str, Any]] = None, *, on_interrupt=None
-                ) -> Dict[str, Any]:
+    def request(self, op: str, args: Optional[Mapping[str, Any]] = None, *,
+                on_interrupt: Optional[InterruptHook] = None) -> Dict[str, Any]:
         """Sends one envelope and returns the reply object as is (``ok`` true or false)."""
         if self._closed:
             raise EngineError("engine-closed", "this Engine was closed; create a new one")
@@ -83,8 +95,8 @@ class Engine:
             raise EngineError("engine-reply", f"malformed engine reply to {op}")
         return reply
 
-    def call(self, op: str, args: Optional[Dict[str, Any]] = None, *, on_interrupt=None
-             ) -> Dict[str, Any]:
+    def call(self, op: str, args: Optional[Mapping[str, Any]] = None, *,
+             on_interrupt: Optional[InterruptHook] = None) -> Dict[str, Any]:
         """Like :meth:`request` but raises the mapped :class:`EvidentError` on ``ok: false``."""
         reply = self.request(op, args, on_interrupt=on_interrupt)
         if reply.get("ok") is not True:
@@ -97,30 +109,24 @@ class Engine:
         return self.call("ping")
 
     def create_display(self, width: int = 1280, height: int = 800, depth: int = 24,
-                       dpi: int = 96) -> "Display":
-        """Starts an owned display and waits until it is ready (contract §3)."""
-        from .display import Display
-
+                       dpi: int = 96) -> Display:
+        """Starts an owned display and waits until it is ready (docs/protocol.md §3)."""
         reply = self.call("display.create",
                           {"width": width, "height": height, "depth": depth, "dpi": dpi})
         return Display(self, reply["display"])
 
-    def displays(self) -> List["Display"]:
+    def displays(self) -> List[Display]:
         """The displays this engine owns."""
-        from .display import Display
-
         return [Display(self, d) for d in self.call("display.list")["displays"]]
 
     def apps(self) -> List[Dict[str, Any]]:
         """The apps this engine launched, with their liveness, as the engine reports them."""
         return list(self.call("app.list")["apps"])
 
-    def begin_session(self, display: "Display", app: "Union[App, str]", *,
+    def begin_session(self, display: Display, app: Union[App, str], *,
                       attempt_id: Optional[str] = None, job_sha256: Optional[str] = None
-                      ) -> "Session":
-        """Begins a session (contract §5) on ``display`` bound to ``app``."""
-        from .session import Session
-
+                      ) -> Session:
+        """Begins a session (docs/protocol.md §5) on ``display`` bound to ``app``."""
         return Session.begin(self, display, app, attempt_id=attempt_id, job_sha256=job_sha256)
 
     def wait_warm(self, timeout_ms: int) -> bool:
@@ -160,8 +166,3 @@ class Engine:
     def __repr__(self) -> str:
         return f"<evident.Engine {'closed' if self._closed else 'open'}>"
 
-
-# Late imports for type names only.
-from .app import App  # noqa: E402
-from .display import Display  # noqa: E402
-from .session import Session  # noqa: E402

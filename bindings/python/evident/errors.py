@@ -27,6 +27,7 @@ __all__ = [
     "TaskError",
     "BrowserError",
     "ReceiptError",
+    "AgentError",
     "error_class_for",
     "error_from_reply",
 ]
@@ -47,7 +48,8 @@ class EvidentError(Exception):
         """The protocol's error object: ``{"code", "message", "retryable"}``."""
         return {"code": self.code, "message": self.message, "retryable": self.retryable}
 
-    def __reduce__(self):  # picklable (pytest-xdist ships exceptions between processes)
+    def __reduce__(self) -> Tuple[Type["EvidentError"], Tuple[str, str, bool]]:
+        # picklable (pytest-xdist ships exceptions between processes)
         return (type(self), (self.code, self.message, self.retryable))
 
 
@@ -97,6 +99,10 @@ class TaskError(EvidentError):
     """Bounded agent tasks: ``task-*`` codes (a refused provider response, a turn over its limits)."""
 
     family = "task"
+
+
+class AgentError(TaskError):
+    """An error of the Python agent API (``evident.agent``; codes ``agent-*``, family ``task``)."""
 
 
 class ReceiptError(EvidentError):

@@ -51,7 +51,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .plan import fsync_dir, fsync_write
+from . import envelope as E
+from ._version import __version__
+from .engine import Engine
+from .errors import ReceiptError, UsageError
+from .merge import authenticate_receipt, load_keys, load_signer, sign_outputs
+from .plan import ShardError, fsync_dir, fsync_write, load_json_strict
+from .verification import verify_receipt
 from .verify import ReceiptFormatError, domain_digest, jcs
 
 __all__ = ["JobContext", "FanoutError", "FanoutResult", "run", "load_jobs", "job_sha256",
@@ -136,8 +142,6 @@ def validate_jobs(jobs: Sequence[Any]) -> List[Dict[str, Any]]:
 
 def load_jobs(path: str) -> List[Dict[str, Any]]:
     """JOBS.json: ``{"schema": "evident.fanout-jobs/v1", "jobs": [...]}`` or a bare list."""
-    from .plan import ShardError, load_json_strict
-
     try:
         doc = load_json_strict(path, MAX_JOBS_FILE_BYTES, "fanout-jobs", "jobs file")
     except ShardError as e:
@@ -163,8 +167,6 @@ def _engine():
         engine = _ENGINE.get("engine")
         if engine is None or engine.closed:
             import atexit
-
-            from .engine import Engine
 
             state = os.environ.get("EVIDENT_FANOUT_STATE_DIR")
             if state:   # this machine's kept state dir: its key can be pinned
@@ -203,8 +205,6 @@ class JobContext:
     def session(self, app: Any):
         """Begins the job's session, bound to this execution's attempt id and the job digest.
         One per execution: the session's receipt is the execution's evidence."""
-        from .errors import UsageError
-
         if self.sessions:
             raise UsageError("fanout-one-session", "a fan-out job runs one session")
         s = self.display.session(app, attempt_id=self.attempt_id, job_sha256=self.job_sha256)
@@ -324,9 +324,6 @@ def _connect(client_or_address: Any):
 def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
             verifier: str, keys: Any = None) -> Dict[str, Any]:
     """Writes a closed execution's evidence durably at the client and verifies it there."""
-    from .errors import ReceiptError
-    from .verification import verify_receipt
-
     files: Dict[str, bytes] = res.get("files") or {}
     if "receipt.json" not in files:
         return {"ok": False, "error": "fanout-no-receipt"}
@@ -349,8 +346,6 @@ def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
         failed.append("attempt_id")
     auth = {"authenticated": False, "key_id": None, "failed": [], "verifiers": []}
     if keys is not None:
-        from .merge import authenticate_receipt
-
         auth = authenticate_receipt(dest / "receipt.json", dest / "receipt.dsse.json", dest,
                                     keys, verifier)
         failed += auth["failed"]
@@ -377,8 +372,6 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
     FanoutError with the key-* / verify-usage code before anything runs."""
     from distributed import as_completed
 
-    from . import envelope as E
-    from .merge import load_keys, load_signer
 
     jobs = validate_jobs(jobs)
     try:
@@ -464,8 +457,6 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
                 (json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
                 .encode("utf-8"))
     if signer is not None:
-        from .merge import sign_outputs
-
         sign_outputs(out, signer, ["manifest.json"], FANOUT_PREDICATE_TYPE,
                      {"manifest_id": manifest["manifest_id"],
                       "plan_sha256": manifest["plan_sha256"]})
@@ -474,8 +465,6 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
 
 def _manifest(run_id, plan, planned, results, events, counted, verifiers, started_at, digests,
               cancelled, keys=None, signer=None, sig_verifiers=()) -> Dict[str, Any]:
-    from . import __version__
-
     started = {e["attempt_id"]: e for e in events
                if isinstance(e, dict) and e.get("state") == "started"}
     ledger: List[Dict[str, Any]] = []

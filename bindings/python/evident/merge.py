@@ -39,8 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import envelope as E
+from ._native import find_core
+from ._version import __version__
+from .errors import ReceiptError
 from .plan import (ShardError, assign, check_plan, fsync_dir, fsync_write, load_json_strict,
                    plan_sha256)
+from .verification import verify_receipt
 from .verify import ReceiptFormatError, domain_digest, jcs, parse_strict
 
 __all__ = ["MergeCheck", "MergeResult", "check_bundles", "check_output", "merge", "main",
@@ -191,9 +196,6 @@ RECEIPT_CHECKS: List[Callable[[Path, Dict[str, Any], Dict[str, Any]],
 
 def _verify_receipt(path: Path, verifier: str) -> Tuple[bool, List[str], List[str]]:
     """(ok, failed check names, verifiers that ran) with the project's verifiers."""
-    from .errors import ReceiptError
-    from .verification import verify_receipt
-
     try:
         v = verify_receipt(str(path), frames_dir=str(path.parent), use=verifier)
     except ReceiptError as e:
@@ -207,7 +209,6 @@ def evident_cli() -> Optional[str]:
     env = os.environ.get("EVIDENT_BIN")
     if env:
         return env if os.access(env, os.X_OK) else None
-    from ._native import find_core
 
     core = find_core()
     if core is not None and getattr(core, "__file__", None):
@@ -233,7 +234,6 @@ def load_keys(key_files: Sequence[str] = (), trusted_keys_dir: Optional[str] = N
     """None without key options; raises envelope.KeyUsageError for unusable ones."""
     if not key_files and not trusted_keys_dir:
         return None
-    from . import envelope as E
 
     keys = E.load_trusted_keys(list(key_files), trusted_keys_dir)
     args: List[str] = []
@@ -249,8 +249,6 @@ def authenticate_receipt(path: Path, envelope: Path, frames_dir: Path, keys: Key
     """Checks one receipt's envelope with the trusted keys: the Python verifier always, the C++
     ``evident verify --key`` too when ``verifier`` includes cpp (their check names and outcomes
     must agree). Returns ``{"authenticated", "key_id", "failed": [...], "verifiers": [...]}``."""
-    from . import envelope as E
-
     failed: List[str] = []
     ran: List[str] = []
     data = path.read_bytes()
@@ -594,8 +592,6 @@ def _report_md(manifest: Dict[str, Any], checks: List[MergeCheck]) -> bytes:
 
 def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any],
            keys: Optional[Keys] = None, signer: Any = None) -> Dict[str, Any]:
-    from . import __version__
-
     members: List[_Bundle] = sorted(facts["members"], key=lambda b: b.shard["index"])
     (tmp / "receipts").mkdir()
     (tmp / "frames").mkdir()
@@ -700,8 +696,6 @@ def sign_outputs(root: Path, signer: Any, names: Sequence[str], predicate_type: 
                  predicate: Dict[str, Any]) -> Dict[str, Any]:
     """Writes ``root/manifest.dsse.json``: a DSSE envelope (in-toto Statement v1 of
     ``predicate_type``) whose subjects are ``names`` with the SHA-256 of their bytes."""
-    from . import envelope as E
-
     subjects = [{"name": n, "digest": {"sha256": hashlib.sha256((root / n).read_bytes())
                                        .hexdigest()}} for n in names]
     statement = {"_type": E.STATEMENT_TYPE, "subject": subjects, "predicateType": predicate_type,
@@ -716,8 +710,6 @@ def check_signed_outputs(root: Path, keys: Optional[Keys], predicate_type: str,
     """(ok, detail, signer key id): ``root/manifest.dsse.json`` verifies with a trusted key, is
     about this manifest (``predicate[id_key]``) and its subjects are exactly the files the
     manifest's ``signature.subjects`` lists, with their bytes."""
-    from . import envelope as E
-
     if keys is None:
         return False, "no --key or --trusted-keys was given", None
     path = root / MANIFEST_ENVELOPE
@@ -749,8 +741,6 @@ def check_signed_outputs(root: Path, keys: Optional[Keys], predicate_type: str,
 def load_signer(signing_key: Optional[str], state_dir: Optional[str]):
     """The merging key: ``--signing-key`` (PKCS#8 PEM Ed25519), else ``--state-dir``'s
     ``keys/signing.key``, else None (unsigned). Raises envelope.KeyUsageError."""
-    from . import envelope as E
-
     if signing_key:
         return E.load_signing_key(signing_key)
     if state_dir:
@@ -763,8 +753,6 @@ def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
           trusted_keys_dir: Optional[str] = None, signing_key: Optional[str] = None,
           state_dir: Optional[str] = None) -> MergeResult:
     """Checks the bundles and, only when every check passes, writes ``out`` in one step."""
-    from . import envelope as E
-
     try:
         keys = load_keys(key_files, trusted_keys_dir)
         signer = load_signer(signing_key, state_dir)
@@ -821,8 +809,6 @@ def check_output(out: str, *, verifier: str = "both", keys: Optional[Keys] = Non
     receipt's digest and verification against ``frames/``; with ``keys``, the signed manifest
     (``manifest-signature``) and the envelope of every receipt whose recorded signing key is
     among them (``receipt-signatures``)."""
-    from .plan import ShardError
-
     root = Path(out)
     checks: List[MergeCheck] = []
 
@@ -887,8 +873,6 @@ def check_output(out: str, *, verifier: str = "both", keys: Optional[Keys] = Non
             if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != r["sha256"]:
                 problems.append(f"{r['receipt_id'][:20]}… missing or not the listed bytes")
                 continue
-            from .errors import ReceiptError
-            from .verification import verify_receipt
 
             try:
                 v = verify_receipt(str(path), frames_dir=str(root / "frames"), use=verifier)
@@ -954,8 +938,6 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
     except SystemExit as e:
         return 2 if e.code else 0
     if args.check:
-        from . import envelope as E
-
         try:
             keys = load_keys(args.key, args.trusted_keys)
         except E.KeyUsageError as e:

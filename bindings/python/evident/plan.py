@@ -27,6 +27,7 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from . import verify as _v
 from .verify import ReceiptFormatError, domain_digest
 
 __all__ = ["ShardError", "DOMAIN_PLAN", "SPLIT_HASH", "SPLIT_DURATIONS", "MAX_TESTS", "MAX_SHARDS",
@@ -118,8 +119,6 @@ def resolve_shard(option: Optional[str], total_option: Optional[int],
 def load_json_strict(path: str, limit: int, code: str, what: str) -> Any:
     """Reads ``path`` (at most ``limit`` bytes) as one strict JSON value (no duplicate keys, no
     NaN; floats allowed only where the caller accepts them). Raises ShardError(code)."""
-    from . import verify as _v
-
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)

@@ -30,16 +30,22 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from types import TracebackType
+from typing import (Any, Callable, Dict, Generator, Iterator, List, Optional, Sequence, Tuple,
+                    Type, TypeVar, cast)
 
 import pytest
 
-from .actions import ActionHelpers, BatchResult, Settle
+from ._data import BatchResult, Settle
+from .actions import ActionHelpers
 from .app import App
 from .display import Display, Png
 from .engine import Engine
 from .errors import EvidentError
+from .report import write_report
 from .session import Session
+from .verification import Verification
+from .verify import project_action
 
 # CI shards and their bundles (shard.json) live in their own module (docs/scale.md).
 pytest_plugins = ("evident.shard",)
@@ -50,6 +56,13 @@ _PHASES_KEY = pytest.StashKey[Dict[str, str]]()
 _RUNTIME_KEY = pytest.StashKey[Path]()
 _APPS_KEY = pytest.StashKey[List[App]]()
 _MAX_APP_OUTPUT_BYTES = 16 * 1024 * 1024
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def hookimpl(**options: Any) -> Callable[[_F], _F]:
+    """``pytest.hookimpl(**options)`` with its type kept (pluggy's marker is untyped)."""
+    return cast(Callable[[_F], _F], pytest.hookimpl(**options))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -70,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _add_evidence_options(group)
 
 
-def _add_evidence_options(group) -> None:
+def _add_evidence_options(group: "pytest.OptionGroup") -> None:
     """Options of the readable evidence: reports, app output, recorded action batches."""
     group.addoption("--evident-report", default="on-failure",
                     choices=("on-failure", "always", "never"),
@@ -136,10 +149,9 @@ class Recorder:
     * ``verify(session)``: verifies a receipt with every available verifier and records the result.
     """
 
-    def __init__(self, nodeid: str, path: Path, engine_getter: Callable[[], Engine]) -> None:
+    def __init__(self, nodeid: str, path: Path) -> None:
         self.nodeid = nodeid
         self.dir = path
-        self._engine_getter = engine_getter
         self.frames: List[Path] = []
         self.receipts: List[Path] = []
         self.sessions: List[Session] = []
@@ -193,9 +205,10 @@ class Recorder:
                 attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> Session:
         """Begins a recorded session on ``display`` (default: the app's display)."""
         if display is None:
-            display = app.display if isinstance(app, App) else None
-            if display is None:
+            owner = app.display if isinstance(app, App) else None
+            if not isinstance(owner, Display):
                 raise ValueError("pass display= when app is an app id")
+            display = owner
         self.watch(display)
         job = job_sha256 or hashlib.sha256(f"pytest:{self.nodeid}".encode()).hexdigest()
         attempt = attempt_id or f"{sanitize_node_id(self.nodeid)[:200]}-{len(self.sessions)}"
@@ -228,7 +241,7 @@ class Recorder:
             self.receipts.append(dest / "receipt.json")
         self._timeline_add_session(dest, s)
 
-    def verify(self, session: Session, **kwargs: Any):
+    def verify(self, session: Session, **kwargs: Any) -> Verification:
         """Verifies ``session``'s receipt (C++ and Python verifiers); writes
         ``verification-N.json`` beside it and returns the :class:`evident.Verification`."""
         result = session.verify(**kwargs)
@@ -282,8 +295,6 @@ class Recorder:
                      batch: BatchResult) -> Optional[Path]:
         """Keeps the frame after an action batch (its observation, else a fresh screenshot) with
         the batch's projections (no typed text, no key names) and statuses in the timeline."""
-        from .verify import project_action
-
         path = self._next("actions", ".png")
         png_info = batch.observation.png if batch.observation else None
         if png_info is not None and png_info.path and os.path.exists(png_info.path):
@@ -291,7 +302,7 @@ class Recorder:
             os.chmod(path, 0o600)
             sha = png_info.sha256
         else:
-            sha = display.screenshot(out=str(path)).info.sha256
+            sha = display.screenshot(out=str(path)).sha256
         self.frames.append(path)
         self._timeline_add(path, "actions", sha256=sha, display=display.id,
                            actions=[project_action(dict(a)) for a in actions],
@@ -301,8 +312,6 @@ class Recorder:
 
     def write_reports(self) -> List[Path]:
         """Writes report.html in each collected session's dir that has a receipt (once)."""
-        from .report import write_report
-
         for receipt in self.receipts:
             out = receipt.parent / "report.html"
             if out in self.reports:
@@ -351,7 +360,8 @@ class Recorder:
 class _RecordedSession(Session):
     recorder: Optional[Recorder] = None
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if exc_type is not None and not self.done and not self.engine.closed:
             try:
                 # Still live: end it with an honest receipt so the failure has evidence.
@@ -426,15 +436,14 @@ def evident_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _recorder_for(item: pytest.Item, engine_getter: Optional[Callable[[], Engine]] = None
-                  ) -> Recorder:
+def _recorder_for(item: pytest.Item) -> Recorder:
     rec = item.stash.get(_RECORDER_KEY, None)
     if rec is None:
         root = evidence_root(item.config)
         path = root / sanitize_node_id(item.nodeid)
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)  # a previous run of this same test
-        rec = Recorder(item.nodeid, path, engine_getter or (lambda: None))  # type: ignore
+        rec = Recorder(item.nodeid, path)
         item.stash[_RECORDER_KEY] = rec
     return rec
 
@@ -504,7 +513,8 @@ def _keep_app_output(item: pytest.Item, apps: Sequence[App], failed: Optional[bo
         failed = any(v == "failed" for v in item.stash.get(_PHASES_KEY, {}).values())
     if not apps or mode == "never" or (mode == "on-failure" and not failed):
         return
-    _recorder_for(item).copy_app_output(apps, item.config.stash.get(_RUNTIME_KEY, None))
+    stash = item.config.stash
+    _recorder_for(item).copy_app_output(apps, stash[_RUNTIME_KEY] if _RUNTIME_KEY in stash else None)
 
 
 @pytest.fixture
@@ -528,27 +538,30 @@ def _displays_of(item: pytest.Item, rec: Optional[Recorder]) -> List[Display]:
     return found
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+@hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]"
+                              ) -> Generator[None, Any, None]:
     rec = item.stash.get(_RECORDER_KEY, None)
     failed_now = call.excinfo is not None and call.when in ("setup", "call") \
         and not call.excinfo.errisinstance((pytest.skip.Exception,))
     if failed_now:
         displays = _displays_of(item, rec)
-        if displays and rec is None:
-            rec = _recorder_for(item)
-        for d in displays:
-            if d.destroyed or d.engine.closed:
-                continue
-            try:
-                rec.frame(d, name=f"final-{call.when}-display{d.id}")  # type: ignore[union-attr]
-            except (EvidentError, OSError):
-                pass  # the display itself may be what failed
+        if displays:
+            if rec is None:
+                rec = _recorder_for(item)
+            for d in displays:
+                if d.destroyed or d.engine.closed:
+                    continue
+                try:
+                    rec.frame(d, name=f"final-{call.when}-display{d.id}")
+                except (EvidentError, OSError):
+                    pass  # the display itself may be what failed
     if rec is not None:
         _before_report(item, call, rec, failed_now)
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
-    phases = item.stash.setdefault(_PHASES_KEY, {})
+    no_phases: Dict[str, str] = {}
+    phases = item.stash.setdefault(_PHASES_KEY, no_phases)
     phases[call.when] = report.outcome
     if rec is not None and report.failed and call.when in ("setup", "call"):
         summary = rec.summary()
@@ -573,7 +586,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             rec.dir.rmdir()
 
 
-def _before_report(item: pytest.Item, call: pytest.CallInfo, rec: Recorder,
+def _before_report(item: pytest.Item, call: "pytest.CallInfo[None]", rec: Recorder,
                    failed_now: bool) -> None:
     """Readable evidence written before a phase's report is made: reports of the recorded
     sessions (on a setup/call failure, or at teardown with ``--evident-report=always``), and at
@@ -582,7 +595,9 @@ def _before_report(item: pytest.Item, call: pytest.CallInfo, rec: Recorder,
     if failed_now and mode != "never":
         rec.write_reports()
     if failed_now:
-        _keep_app_output(item, item.stash.get(_APPS_KEY, []), failed=True)
+        no_apps: List[App] = []
+        apps = item.stash.get(_APPS_KEY, no_apps)
+        _keep_app_output(item, apps, failed=True)
     if call.when != "teardown":
         return
     if mode == "always":

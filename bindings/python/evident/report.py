@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ._native import find_core
 from .errors import EvidentError, error_class_for
 
 
@@ -32,8 +33,6 @@ def write_report(evidence_dir: str, out: Optional[str] = None, *, format: str = 
     (``ok`` is False); raises :class:`EvidentError` (``report-*``, ``receipt-*``, ``fs-error``)
     only when nothing was written, or ``report-unavailable`` when this build has no report
     module."""
-    from ._native import find_core
-
     if format not in ("html", "markdown"):
         raise error_class_for("report-usage")("report-usage", "format must be html or markdown",
                                               False)

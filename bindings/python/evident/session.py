@@ -1,4 +1,4 @@
-"""``evident.Session``: the externally driven session protocol (contract §5) from Python.
+"""``evident.Session``: the externally driven session protocol (docs/protocol.md §5) from Python.
 
 Same protocol, limits and error codes as ``evident session --request``; this class only keeps
 the bookkeeping a caller would otherwise do by hand (``session_id`` and the current
@@ -16,21 +16,23 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
-from .actions import ActionResult, PngInfo
+from . import _protocol
+from ._call import Caller, InterruptHook, PendingCall
+from ._data import ActionResult, PngInfo
+from .app import App
 from .errors import EvidentError, SessionError, UsageError, error_from_reply
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._call import PendingCall
-    from .app import App
-    from .display import Display
-    from .engine import Engine
+from .verification import Verification, verify_receipt
+from .windows import WindowHelpers
 
 __all__ = ["Session", "MAX_ACTIONS_PER_BATCH", "MAX_ACTIONS_PER_SESSION"]
 
-MAX_ACTIONS_PER_BATCH = 16
-MAX_ACTIONS_PER_SESSION = 64
+MAX_ACTIONS_PER_BATCH = _protocol.LIMITS["actions_per_batch_max"]
+MAX_ACTIONS_PER_SESSION = _protocol.LIMITS["actions_per_session_max"]
+
+_S = TypeVar("_S", bound="Session")
 
 
 def _dumps(obj: Any) -> str:
@@ -47,8 +49,8 @@ class Session:
     ``phase``, ``frame`` (:class:`PngInfo`), ``results``, ``receipt``, ``evidence_dir``.
     """
 
-    def __init__(self, engine: "Engine", snapshot: Mapping[str, Any],
-                 display: Optional["Display"] = None) -> None:
+    def __init__(self, engine: Caller, snapshot: Mapping[str, Any],
+                 display: Optional[WindowHelpers] = None) -> None:
         self.engine = engine
         self.display = display
         self.snapshot: Dict[str, Any] = dict(snapshot)
@@ -62,8 +64,8 @@ class Session:
 
     # -- begin ------------------------------------------------------------------------------
     @classmethod
-    def begin(cls, engine: "Engine", display: "Display", app: "Union[App, str]", *,
-              attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> "Session":
+    def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[App, str], *,
+              attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> _S:
         """``begin``: takes the display's exclusive lock and captures the initial frame.
 
         ``attempt_id`` defaults to a random ``att-<hex>``; ``job_sha256`` to the SHA-256 of the
@@ -79,7 +81,8 @@ class Session:
 
     # -- plumbing ---------------------------------------------------------------------------
     @staticmethod
-    def _send(engine: "Engine", request: Mapping[str, Any], on_interrupt=None) -> Dict[str, Any]:
+    def _send(engine: Caller, request: Mapping[str, Any],
+              on_interrupt: Optional[InterruptHook] = None) -> Dict[str, Any]:
         reply = engine.request("session", {"request": _dumps(request)}, on_interrupt=on_interrupt)
         if reply.get("ok") is not True:
             raise error_from_reply(reply)
@@ -98,11 +101,11 @@ class Session:
         self._remember_frame(snapshot)
         return self.snapshot
 
-    def _interrupted(self, pending: "PendingCall") -> None:
+    def _interrupted(self, pending: PendingCall) -> None:
         # Ctrl-C while a request was in flight: the engine completes that request (input already
         # sent cannot be recalled; held keys/buttons are released by the engine). Once it
         # returns, abort the session so the display lock is released.
-        def cleanup(_: "PendingCall") -> None:
+        def cleanup(_: PendingCall) -> None:
             try:
                 self.abort()
             except EvidentError:
@@ -224,12 +227,10 @@ class Session:
         return self.closed_reply.get("receipt_path")
 
     def verify(self, *, frames: bool = True, expect_job_sha256: Optional[str] = None,
-               expect_uid: Optional[int] = None):
+               expect_uid: Optional[int] = None) -> Verification:
         """Verifies this session's receipt with :func:`evident.verify_receipt`."""
         if not self.receipt:
             raise SessionError("session-phase", "no receipt yet: finish the session first")
-        from .verification import verify_receipt
-
         return verify_receipt(self.receipt_path or self.receipt,
                               frames_dir=self.evidence_dir if frames else None,
                               expect_job_sha256=expect_job_sha256, expect_uid=expect_uid)
@@ -242,7 +243,8 @@ class Session:
     def __enter__(self) -> "Session":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if self.done or self.engine.closed:
             return
         if exc_type is None and self.receipt:

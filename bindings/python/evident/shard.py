@@ -23,12 +23,14 @@ import os
 import platform
 import socket
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Generator, List, Optional
 
 import pytest
 
+from ._version import __version__
 from .plan import (ShardError, assign, fsync_write, load_durations, make_plan, plan_sha256,
                    resolve_shard)
+from .pytest_plugin import _RECORDER_KEY, evidence_root, hookimpl
 
 SHARD_SCHEMA = "evident.shard/v1"
 SHARD_FILE = "shard.json"
@@ -110,8 +112,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _bundle_dir(config: pytest.Config) -> Path:
-    from .pytest_plugin import evidence_root
-
     return evidence_root(config)
 
 
@@ -162,7 +162,7 @@ class ShardPlugin:
         self.worker = _is_worker(config)
 
     # -- selection: in every process that collects, from its own collection ---------------
-    @pytest.hookimpl(trylast=True)
+    @hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: List[pytest.Item]) -> None:
         state = self.state
@@ -185,7 +185,7 @@ class ShardPlugin:
     def pytest_report_header(self, config: pytest.Config) -> str:
         return f"evident shard: {self.state.index}/{self.state.total} (from {self.state.source})"
 
-    @pytest.hookimpl(optionalhook=True)
+    @hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: a worker finished; take its plan, or flag a disagreement."""
         state = self.state
@@ -200,13 +200,12 @@ class ShardPlugin:
             state.inconsistent = True
 
     # -- receipts: known where the test ran (a worker), sent with the teardown report -------
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+    @hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: "pytest.CallInfo[None]"
+                                  ) -> Generator[None, Any, None]:
         outcome = yield
         if call.when != "teardown":
             return
-        from .pytest_plugin import _RECORDER_KEY
-
         rec = item.stash.get(_RECORDER_KEY, None)
         if rec is None:
             return
@@ -236,8 +235,6 @@ class ShardPlugin:
             state.receipts[nodeid] = list(getattr(report, "evident_receipts", None) or [])
 
     def _runner(self, receipts: List[Dict[str, Any]]) -> Dict[str, Any]:
-        from . import __version__
-
         hosts = sorted({r["host_id"] for r in receipts if "host_id" in r})
         return {
             "hostname": socket.gethostname(),
@@ -254,7 +251,7 @@ class ShardPlugin:
             "finished_at": _now(),
         }
 
-    @pytest.hookimpl(trylast=True)
+    @hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
         if self.worker:

@@ -1,4 +1,4 @@
-"""Receipt verification from Python (contract §7).
+"""Receipt verification from Python (docs/receipts.md).
 
 Two independent verifiers are available and both are used by :func:`verify_receipt`:
 
@@ -15,8 +15,11 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
+from . import verify
+from ._native import find_core
 from .errors import ReceiptError
 
 __all__ = ["Verification", "VerifyCheck", "verify_receipt", "python_verifier", "cpp_verifier"]
@@ -54,20 +57,14 @@ class Verification:
         return self.ok
 
 
-def cpp_verifier():
+def cpp_verifier() -> Optional[Callable[..., str]]:
     """The C++ verifier function from ``_core``, or None if this build has none."""
-    from ._native import find_core
-
     core = find_core()
     return getattr(core, "verify_receipt_file", None) if core is not None else None
 
 
-def python_verifier():
-    """The receipts engineer's pure-Python module :mod:`evident.verify`, or None."""
-    try:
-        from . import verify  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+def python_verifier() -> ModuleType:
+    """The independent pure-Python verifier, :mod:`evident.verify`."""
     return verify
 
 
@@ -84,8 +81,8 @@ def _checks_from(obj: Any, verifier: str) -> List[VerifyCheck]:
     return out
 
 
-def _run_python(module, path: str, frames_dir, png, expect_job, expect_uid
-                ) -> List[VerifyCheck]:
+def _run_python(module: ModuleType, path: str, frames_dir: Optional[str], png: Optional[str],
+                expect_job: Optional[str], expect_uid: Optional[int]) -> List[VerifyCheck]:
     # The independent verifier parses the file itself (strictly), like `evident verify`.
     try:
         receipt = module.load_receipt_file(path)
@@ -96,7 +93,7 @@ def _run_python(module, path: str, frames_dir, png, expect_job, expect_uid
     return _checks_from(result, "python")
 
 
-def verify_receipt(receipt: Union[str, os.PathLike, Mapping[str, Any]], *,
+def verify_receipt(receipt: Union[str, "os.PathLike[str]", Mapping[str, Any]], *,
                    frames_dir: Optional[str] = None, png_path: Optional[str] = None,
                    expect_job_sha256: Optional[str] = None, expect_uid: Optional[int] = None,
                    use: str = "both") -> Verification:
@@ -137,13 +134,9 @@ def verify_receipt(receipt: Union[str, os.PathLike, Mapping[str, Any]], *,
             elif use == "cpp":
                 raise ReceiptError("verify-unavailable", "this build has no C++ verifier")
         if use in ("both", "python"):
-            module = python_verifier()
-            if module is not None:
-                checks += _run_python(module, path, frames_dir, png_path, expect_job_sha256,
-                                      expect_uid)
-                verifiers.append("python")
-            elif use == "python":
-                raise ReceiptError("verify-unavailable", "evident.verify is not available")
+            checks += _run_python(python_verifier(), path, frames_dir, png_path,
+                                  expect_job_sha256, expect_uid)
+            verifiers.append("python")
         if not verifiers:
             raise ReceiptError("verify-unavailable", "no receipt verifier is available")
         ok = bool(checks) and all(c.ok for c in checks)

@@ -25,7 +25,8 @@ import json
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional
+from types import ModuleType
+from typing import IO, Any, Dict, List, Optional, Tuple
 
 __all__ = ["ReceiptFormatError", "jcs", "domain_digest", "parse_strict", "load_receipt_file",
            "verify_receipt", "run_verify_command", "main", "commitment_digest",
@@ -784,13 +785,16 @@ def _error(code: str, message: str) -> Dict[str, Any]:
 def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
                        png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
                        expect_uid: Optional[int] = None, as_json: bool = False,
-                       out=None, key_files: Optional[List[str]] = None,
+                       out: Optional[IO[str]] = None, key_files: Optional[List[str]] = None,
                        trusted_keys_dir: Optional[str] = None,
                        envelope_path: Optional[str] = None,
-                       disclosure_path: Optional[str] = None) -> int:
+                       disclosure_path: Optional[str] = None,
+                       signatures: Optional[ModuleType] = None) -> int:
     """Same behaviour as ``evident verify``; returns the exit status (0, 1, or 2). With
-    ``key_files``/``trusted_keys_dir`` the envelope is checked too (evident/envelope.py); with
-    ``disclosure_path`` the disclosure checks run (docs/receipts.md §11)."""
+    ``key_files``/``trusted_keys_dir`` the envelope is checked too, by ``signatures`` (the module
+    :mod:`evident.envelope`; this file imports nothing of the package, so the caller passes it:
+    ``python3 -m evident.verify`` does); with ``disclosure_path`` the disclosure checks run
+    (docs/receipts.md §11)."""
     out = out or sys.stdout
 
     def fail(code: str, message: str, status: int) -> int:
@@ -804,10 +808,12 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
         return fail("verify-usage", "--expect-job must be 64 hex characters", 2)
     keys = None
     if key_files or trusted_keys_dir:   # signatures: docs/receipts.md §8 (evident/envelope.py)
-        from . import envelope as E
+        if signatures is None:
+            return fail("verify-usage", "signature checks need the evident package: run "
+                        "python3 -m evident.verify", 2)
         try:
-            keys = E.load_trusted_keys(key_files or [], trusted_keys_dir)
-        except E.KeyUsageError as e:
+            keys = signatures.load_trusted_keys(key_files or [], trusted_keys_dir)
+        except signatures.KeyUsageError as e:
             return fail(e.code, e.message, 2)
     try:
         receipt = load_receipt_file(path)
@@ -825,7 +831,8 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
     auth: Dict[str, Any] = {"authenticated": False, "key_id": None}
     note = UNAUTHENTICATED_NOTE
     if keys:
-        auth, note = _authenticate(path, receipt, report, keys, envelope_path)
+        assert signatures is not None  # keys are loaded only with it
+        auth, note = _authenticate(signatures, path, receipt, report, keys, envelope_path)
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     if as_json:
         result: Dict[str, Any] = {"ok": report["ok"], "receipt_id": report["receipt_id"],
@@ -847,11 +854,10 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
     return 0 if report["ok"] else 1
 
 
-def _authenticate(path: str, receipt: Any, report: Dict[str, Any], keys: List[Any],
-                  envelope_path: Optional[str]):
-    """Appends checks 15-20 to ``report``; returns ({authenticated, key_id}, the note)."""
-    from . import envelope as E
-
+def _authenticate(E: ModuleType, path: str, receipt: Any, report: Dict[str, Any],
+                  keys: List[Any], envelope_path: Optional[str]) -> Tuple[Dict[str, Any], str]:
+    """Appends checks 15-20 to ``report`` with ``E`` (evident.envelope); returns
+    ({authenticated, key_id}, the note)."""
     receipt_ok = report["ok"]
     with open(path, "rb") as f:
         data = f.read(MAX_RECEIPT_FILE_BYTES + 1)
@@ -868,7 +874,7 @@ def _authenticate(path: str, receipt: Any, report: Dict[str, Any], keys: List[An
     return auth, note
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None, signatures: Optional[ModuleType] = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m evident.verify",
                                      description="Verify an evident session receipt.")
     parser.add_argument("receipt")
@@ -888,8 +894,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                               expect_job_sha256=args.expect_job, expect_uid=args.expect_uid,
                               as_json=args.json, key_files=args.key,
                               trusted_keys_dir=args.trusted_keys, envelope_path=args.envelope,
-                              disclosure_path=args.disclosure)
+                              disclosure_path=args.disclosure, signatures=signatures)
 
 
 if __name__ == "__main__":
+    # The program's entry (module __main__, not evident.verify). As `python3 -m evident.verify`
+    # the package is there, with the signature checks of evident.envelope; run by path this file
+    # stands alone (no --key).
+    if __package__:
+        from . import envelope as _signatures
+
+        sys.exit(main(signatures=_signatures))
     sys.exit(main())

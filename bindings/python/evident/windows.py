@@ -16,70 +16,13 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._call import Caller
+from ._data import Png, PngInfo, Region, WaitResult, Window
 from .errors import DisplayError, EvidentError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .display import Png
-
-__all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers"]
-
-Region = Union[Tuple[int, int, int, int], Mapping[str, int]]
-
-
-@dataclass(frozen=True)
-class Window:
-    """One top-level window as the engine listed it (ids are X window ids)."""
-
-    id: int
-    title: str
-    wm_class: str
-    instance: str
-    pid: Optional[int]
-    pid_source: Optional[str]
-    x: int
-    y: int
-    width: int
-    height: int
-    mapped: bool
-    focused: bool
-    override_redirect: bool
-    raw: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "Window":
-        return cls(int(obj["id"]), str(obj.get("title", "")), str(obj.get("class", "")),
-                   str(obj.get("instance", "")),
-                   None if obj.get("pid") is None else int(obj["pid"]), obj.get("pid_source"),
-                   int(obj.get("x", 0)), int(obj.get("y", 0)), int(obj.get("width", 0)),
-                   int(obj.get("height", 0)), bool(obj.get("mapped")), bool(obj.get("focused")),
-                   bool(obj.get("override_redirect")), dict(obj))
-
-    @property
-    def region(self) -> Tuple[int, int, int, int]:
-        """``(x, y, width, height)`` in display pixels."""
-        return (self.x, self.y, self.width, self.height)
-
-
-@dataclass(frozen=True)
-class WaitResult:
-    """What a wait reached: ``outcome`` (``found``/``stable``/``matched`` or ``timeout``),
-    ``elapsed_ms``, and the op's whole reply in ``raw``."""
-
-    outcome: str
-    elapsed_ms: int
-    raw: Dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def reached(self) -> bool:
-        return self.outcome != "timeout"
-
-    @property
-    def window(self) -> Optional[Window]:
-        w = self.raw.get("window")
-        return Window.from_json(w) if isinstance(w, Mapping) else None
+__all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region"]
 
 
 class WaitTimeout(EvidentError, AssertionError):
@@ -115,9 +58,12 @@ def _png_size(data: bytes) -> Tuple[int, int]:
 
 
 class WindowHelpers:
-    """Mixed into :class:`evident.Display` (needs ``engine`` and ``_ref()``)."""
+    """Mixed into :class:`evident.Display`, which provides ``engine`` (a :class:`Caller`), the
+    display's ``id`` and ``generation``, and ``_ref()``."""
 
-    engine: Any
+    engine: Caller
+    id: int
+    generation: str
 
     def _ref(self) -> Dict[str, Any]:  # pragma: no cover - provided by Display
         raise NotImplementedError
@@ -168,13 +114,10 @@ class WindowHelpers:
                               f"{reply.get('waited_for')}; saw {reply.get('seen')}", True, result)
         return result
 
-    def capture_window(self, window: Union[Window, int], out: Optional[str] = None) -> "Png":
+    def capture_window(self, window: Union[Window, int], out: Optional[str] = None) -> Png:
         """A PNG of the window's area (clipped to the display; ``png.info`` has the digest).
         ``window-not-viewable`` for an unmapped window, ``window-offscreen`` when none of it is on
         the display."""
-        from .actions import PngInfo
-        from .display import Png
-
         wid = window.id if isinstance(window, Window) else int(window)
         if out is not None:
             reply = self.engine.call("window.capture", {**self._ref(), "id": wid, "out": str(out)})
@@ -186,9 +129,7 @@ class WindowHelpers:
             with open(path, "rb") as f:
                 data = f.read()
         info = PngInfo.from_json(reply.get("png"))
-        if info is not None:
-            info = PngInfo(None, info.sha256, info.byte_length, info.width, info.height)
-        return Png(data, info)
+        return Png(data, info.without_path() if info is not None else None)
 
     def focus_window(self, window: Union[Window, int]) -> bool:
         """Raises the window and gives it the input focus (outside sessions: ``display-busy``
@@ -233,20 +174,21 @@ class WindowHelpers:
         has the last comparison (matching, total, max_channel_diff)."""
         args: Dict[str, Any] = {**self._ref(), "tolerance": int(tolerance),
                                 "timeout_ms": _ms(timeout, 5000)}
-        tmp: Optional[tempfile.TemporaryDirectory] = None
+        tmp: Optional[tempfile.TemporaryDirectory[str]] = None
         try:
             if (color is None) == (reference is None):
                 raise ValueError("give exactly one of color= or reference=")
             if color is not None:
                 if region is None:
                     raise ValueError("a colour wait needs a region")
+                rgb: Tuple[int, ...]
                 if isinstance(color, str):
                     c = color.lstrip("#")
                     if len(c) != 6:
                         raise ValueError("color must be '#rrggbb' or (r, g, b)")
                     rgb = (int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16))
                 else:
-                    rgb = tuple(int(v) for v in color)  # type: ignore[assignment]
+                    rgb = tuple(int(v) for v in color)
                 args["color"] = {"r": rgb[0], "g": rgb[1], "b": rgb[2]}
                 args["min_permille"] = max(1, min(1000, int(round(min_fraction * 1000))))
                 args["region"] = _region(region)
@@ -263,7 +205,8 @@ class WindowHelpers:
                         data = f.read(32)
                 w, h = _png_size(data)
                 if at is None:
-                    at = (0, 0) if region is None else tuple(_region(region).values())[:2]  # type: ignore[assignment]
+                    corner = {"x": 0, "y": 0} if region is None else _region(region)
+                    at = (corner["x"], corner["y"])
                 args["region"] = {"x": int(at[0]), "y": int(at[1]), "width": w, "height": h}
                 args["reference"] = path
                 args["max_pixels"] = int(max_pixels)

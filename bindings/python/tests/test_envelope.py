@@ -64,13 +64,14 @@ def signed(tmp_path_factory):
 
 def run_both(receipt, *args):
     """(C++ result, Python result), each (exit status, parsed JSON). The C++ CLI as a process;
-    the Python command's main() in this process (the process form is run in
+    the Python command's main() in this process, given the signature checks as
+    ``python3 -m evident.verify`` gives them (the process form is run in
     test_good_envelope_authenticates_in_both), which keeps this module's CI time small."""
     p = subprocess.run([EVIDENT, "verify", receipt, *args, "--json"], capture_output=True,
                        text=True, timeout=60)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        status = V.main([receipt, *args, "--json"])
+        status = V.main([receipt, *args, "--json"], signatures=E)
     return [(p.returncode, json.loads(p.stdout)), (status, json.loads(buf.getvalue()))]
 
 

@@ -43,7 +43,7 @@ def test_malformed_reply_is_an_engine_error():
     assert error_from_reply({"ok": False}).code == "engine-reply"
 
 
-def test_builders_produce_contract_json():
+def test_builders_produce_the_protocol_json():
     assert a.click(1, 2) == {"type": "click", "x": 1, "y": 2}
     assert a.click(1, 2, "right") == {"type": "click", "x": 1, "y": 2, "button": "right"}
     assert a.drag(1, 2, 3, 4) == {"type": "drag", "start_x": 1, "start_y": 2, "end_x": 3,

@@ -252,6 +252,15 @@ def test_module_cli_runs_as_package():
     assert json.loads(r.stdout)["ok"] is True
 
 
+def test_file_run_by_path_refuses_key_options_without_the_package():
+    # verify.py run as a single file has no signature checks (they live in evident.envelope):
+    # --key is a usage error (exit 2) before the receipt is read, not a crash.
+    path = os.path.join(GOLDEN, "zero-actions", "receipt.json")
+    status, out = run_py_cli(path, "--key", "/nonexistent.pub", "--json")
+    assert status == 2
+    assert json.loads(out)["error"]["code"] == "verify-usage"
+
+
 def test_cli_output_shapes(tmp_path):
     path = os.path.join(GOLDEN, "three-actions", "receipt.json")
     status, out = run_py_cli(path, "--json", "--expect-uid", "7", "--expect-job", "0" * 64)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 from urllib.parse import urlsplit
 
-from .transport import SECRET_HEADERS, AgentError, HttpResponse
+from .transport import SECRET_HEADERS, AgentError, Http, HttpResponse
 
 SCHEMA = "evident.agent-cassette/v1"
 
@@ -30,7 +30,7 @@ def _json_or_text(body: bytes) -> Any:
 class CassetteHttp:
     """``CassetteHttp(path, "record", inner=UrllibHttp())`` or ``CassetteHttp(path, "replay")``."""
 
-    def __init__(self, path: str, mode: str, inner: Any = None) -> None:
+    def __init__(self, path: str, mode: str, inner: Optional[Http] = None) -> None:
         if mode not in ("record", "replay"):
             raise AgentError("agent-cassette", "mode must be record or replay")
         if mode == "record" and inner is None:
@@ -55,6 +55,7 @@ class CassetteHttp:
                    "headers": {k.lower(): v for k, v in headers.items() if k.lower() not in SECRET_HEADERS},
                    "body": _json_or_text(body)}
         if self.mode == "record":
+            assert self.inner is not None  # record mode needs it (checked in __init__)
             resp = self.inner.post(url, headers, body)
             self.exchanges.append({"request": request,
                                    "response": {"status": resp.status, "body": _json_or_text(resp.body)}})
@@ -70,10 +71,10 @@ class CassetteHttp:
                              f"request {self.position} differs from the recorded one "
                              f"({'path' if want.get('path') != request['path'] else 'body'})")
         self.position += 1
-        resp = recorded.get("response", {})
-        rb = resp.get("body", {})
+        answer = recorded.get("response", {})
+        rb = answer.get("body", {})
         data = json.dumps(rb["json"]).encode("utf-8") if "json" in rb else str(rb.get("text", "")).encode("utf-8")
-        return HttpResponse(int(resp.get("status", 0)), data)
+        return HttpResponse(int(answer.get("status", 0)), data)
 
     def _write(self) -> None:
         tmp = self.path + ".tmp"

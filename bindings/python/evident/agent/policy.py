@@ -5,7 +5,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Protocol, runtime_checkable
 
-from .transport import AgentError
+from ..errors import AgentError
 
 
 @dataclass(frozen=True)

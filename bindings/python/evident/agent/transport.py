@@ -10,12 +10,10 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, Type
 
-from ..errors import EvidentError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .policy import Observation
+from ..errors import AgentError
+from .policy import Observation
 
 # The engine refuses a task.turn response over 1 MiB (docs/agents.md); reading stops there.
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -24,16 +22,16 @@ DEFAULT_TIMEOUT_S = 120.0
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "x-goog-api-key"})
 
 
-class AgentError(EvidentError):
-    """An error of the Python agent API (codes ``agent-*``, docs/errors.md)."""
-
-    family = "agent"
-
-
 @dataclass(frozen=True)
 class HttpResponse:
     status: int
     body: bytes
+
+
+class Http(Protocol):
+    """What a transport POSTs with: :class:`UrllibHttp`, a cassette, or a test's fake."""
+
+    def post(self, url: str, headers: Mapping[str, str], body: bytes) -> HttpResponse: ...
 
 
 class UrllibHttp:
@@ -67,7 +65,7 @@ class _Transport:
     key_env = ""
 
     def __init__(self, task: str, model: str, api_key: str, *, base_url: str,
-                 http: Any = None) -> None:
+                 http: Optional[Http] = None) -> None:
         if not isinstance(task, str) or not task:
             raise AgentError("agent-transport-args", "task must be a non-empty string")
         if not isinstance(model, str) or not model:
@@ -102,23 +100,23 @@ class _Transport:
             raise AgentError("agent-http-response", f"the {self.provider} response is not a JSON object")
         return parsed
 
-    def _next_user_content(self, obs: "Observation") -> Any:
+    def _next_user_content(self, obs: Observation) -> Any:
         if obs.retry_prompt is not None:
             return obs.retry_prompt
         if obs.tool_results is None:
             raise AgentError("agent-observation", "a turn after the first needs the engine's tool_results or retry_prompt")
         return obs.tool_results
 
-    def __call__(self, obs: "Observation") -> Dict[str, Any]:
+    def __call__(self, obs: Observation) -> Dict[str, Any]:
         response = self._call(obs)
         self.turns += 1
         return response
 
-    def _call(self, obs: "Observation") -> Dict[str, Any]:  # pragma: no cover (abstract)
+    def _call(self, obs: Observation) -> Dict[str, Any]:  # pragma: no cover (abstract)
         raise NotImplementedError
 
 
-ANTHROPIC_TOOLS = {
+ANTHROPIC_TOOLS: Dict[str, Tuple[str, str, Dict[str, Any]]] = {
     # tool type -> (engine adapter, anthropic-beta header, extra tool fields)
     "computer_20250124": ("anthropic-computer-20250124", "computer-use-2025-01-24", {}),
     "computer_20251124": ("anthropic-computer-20251124", "computer-use-2025-11-24", {"enable_zoom": True}),
@@ -135,7 +133,7 @@ class AnthropicTransport(_Transport):
 
     def __init__(self, task: str, model: str, api_key: str, *, display: Tuple[int, int],
                  tool: str = "computer_20250124", max_tokens: int = 4096,
-                 base_url: str = "https://api.anthropic.com", http: Any = None) -> None:
+                 base_url: str = "https://api.anthropic.com", http: Optional[Http] = None) -> None:
         super().__init__(task, model, api_key, base_url=base_url, http=http)
         if tool not in ANTHROPIC_TOOLS:
             raise AgentError("agent-transport-args", "tool must be computer_20250124 or computer_20251124")
@@ -146,7 +144,7 @@ class AnthropicTransport(_Transport):
         self.max_tokens = int(max_tokens)
         self.messages: List[Dict[str, Any]] = []
 
-    def _call(self, obs: "Observation") -> Dict[str, Any]:
+    def _call(self, obs: Observation) -> Dict[str, Any]:
         if not self.messages:
             self.messages.append({"role": "user", "content": [
                 {"type": "text", "text": self.task},
@@ -171,7 +169,7 @@ class OpenAITransport(_Transport):
 
     def __init__(self, task: str, model: str, api_key: str, *, display: Tuple[int, int],
                  preview: bool = False, environment: str = "linux",
-                 base_url: str = "https://api.openai.com", http: Any = None) -> None:
+                 base_url: str = "https://api.openai.com", http: Optional[Http] = None) -> None:
         super().__init__(task, model, api_key, base_url=base_url, http=http)
         self.preview = bool(preview)
         self.adapter = "openai-computer-use-preview" if self.preview else "openai-computer"
@@ -182,7 +180,7 @@ class OpenAITransport(_Transport):
             self._tool = {"type": "computer"}
         self.previous_response_id: Optional[str] = None
 
-    def _call(self, obs: "Observation") -> Dict[str, Any]:
+    def _call(self, obs: Observation) -> Dict[str, Any]:
         body: Dict[str, Any] = {"model": self.model, "tools": [self._tool]}
         if self.preview:
             body["truncation"] = "auto"
@@ -212,7 +210,7 @@ class GeminiTransport(_Transport):
 
     def __init__(self, task: str, model: str, api_key: str, *, function_set: str = "2.5",
                  environment: str = "ENVIRONMENT_BROWSER",
-                 base_url: str = "https://generativelanguage.googleapis.com", http: Any = None) -> None:
+                 base_url: str = "https://generativelanguage.googleapis.com", http: Optional[Http] = None) -> None:
         super().__init__(task, model, api_key, base_url=base_url, http=http)
         if function_set not in ("2.5", "3.5"):
             raise AgentError("agent-transport-args", "function_set must be 2.5 or 3.5")
@@ -220,7 +218,7 @@ class GeminiTransport(_Transport):
         self._tools = [{"computerUse": {"environment": environment}}]
         self.contents: List[Dict[str, Any]] = []
 
-    def _call(self, obs: "Observation") -> Dict[str, Any]:
+    def _call(self, obs: Observation) -> Dict[str, Any]:
         if not self.contents:
             self.contents.append({"role": "user", "parts": [
                 {"text": self.task},
@@ -237,7 +235,7 @@ class GeminiTransport(_Transport):
         return response
 
 
-_PROVIDERS: Dict[str, Callable[..., _Transport]] = {
+_PROVIDERS: Dict[str, Type[_Transport]] = {
     "anthropic": AnthropicTransport,
     "openai": OpenAITransport,
     "google": GeminiTransport,
@@ -253,9 +251,9 @@ def transport_from_env(provider: str, task: str, model: str, *,
     cls = _PROVIDERS.get(provider)
     if cls is None:
         raise AgentError("agent-transport-args", "provider must be anthropic, openai or google")
-    key = env.get(cls.key_env, "")  # type: ignore[attr-defined]
+    key = env.get(cls.key_env, "")
     if not key:
-        raise AgentError("agent-api-key-missing", f"set {cls.key_env} to use the {provider} transport")  # type: ignore[attr-defined]
+        raise AgentError("agent-api-key-missing", f"set {cls.key_env} to use the {provider} transport")
     return cls(task, model, key, **kwargs)
 
 
