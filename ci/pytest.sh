@@ -6,6 +6,8 @@ BUILD="${EVIDENT_BUILD:-build}"
 export PYTHONPATH="$PWD/bindings/python:$PWD/$BUILD/bindings/core${PYTHONPATH:+:$PYTHONPATH}"
 export EVIDENT_BIN="${EVIDENT_BIN:-$PWD/$BUILD/engine/cli/evident}"
 PYTEST=(/usr/bin/python3 -m pytest -p no:evident -p evident.pytest_plugin -q)
+# Static types first (seconds): mypy --strict over the package (ci/mypy.sh).
+bash ci/mypy.sh
 # The package, plugin, verifier and benchmark smoke tests, then the scenarios in parallel
 # (-n 2, pytest-xdist): each worker owns its displays, which is what the scenarios prove.
 # The scenarios run as two CI shards (separate processes, each with -n 2) whose bundles

@@ -1,4 +1,6 @@
 # Type stubs for the private compiled module evident._core (bindings/core/src/core_module.cpp).
+# bindings/python/tests/test_core_stub.py checks them against the built module (names, parameters,
+# types, defaults, return types: pybind11 writes the real signatures into the docstrings).
 from typing import Optional
 
 version: str
@@ -18,3 +20,8 @@ class Engine:
 def verify_receipt_file(path: str, frames_dir: str = "", png_path: str = "",
                         expect_job_sha256: str = "", expect_uid: Optional[int] = None) -> str:
     """The C++ verifier (present when has_verify is True); returns the CLI's JSON text."""
+
+def write_report(evidence_dir: str, out_path: str = "", format: str = "html",
+                 frames_dir: str = "", key_path: str = "") -> str:
+    """`evident report` in-process (present when built with engine/report); the CLI's --json
+    result as text."""

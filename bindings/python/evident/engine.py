@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from types import ModuleType
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Union
 
 from ._call import InterruptHook, PendingCall, run_interruptible
 from ._native import find_core
@@ -16,6 +16,9 @@ from .app import App
 from .display import Display
 from .errors import EngineError, error_from_reply
 from .session import Session
+
+if TYPE_CHECKING:  # pragma: no cover - the compiled module's types (_core.pyi)
+    from . import _core
 
 __all__ = ["Engine", "load_core"]
 
@@ -62,11 +65,13 @@ class Engine:
         # (width, height[, depth[, dpi]]). create_display with an equal size leases it.
         if backend is None:
             core = load_core()
+            native: "_core.Engine"
             if warm:
-                backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""),
-                                      warm=[[int(v) for v in w] for w in warm])
+                native = core.Engine(str(state_dir or ""), str(runtime_dir or ""),
+                                     warm=[[int(v) for v in w] for w in warm])
             else:
-                backend = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
+                native = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
+            backend = native
         self._backend = backend
         self._lock = threading.Lock()
         self._inflight: Set[PendingCall] = set()

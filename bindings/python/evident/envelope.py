@@ -28,7 +28,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from .verify import ReceiptFormatError, _timestamp_ms, domain_digest, jcs, parse_strict
 
@@ -65,7 +65,8 @@ class KeyUsageError(Exception):
         self.message = message
 
 
-def _crypto():
+def _crypto() -> Tuple[Any, Any, Type[BaseException]]:
+    """(serialization, ed25519, InvalidSignature) of python3-cryptography."""
     try:
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives import serialization
@@ -104,7 +105,7 @@ class SigningKey:
     private_key: Any  # cryptography Ed25519PrivateKey
 
     def sign(self, message: bytes) -> bytes:
-        return self.private_key.sign(message)
+        return bytes(self.private_key.sign(message))
 
     @property
     def public(self) -> TrustedKey:
@@ -269,7 +270,7 @@ def _check_signature(env: Dict[str, Any], payload: bytes, keys: Sequence[Trusted
         return None, "sig is not 64 bytes of standard base64"
     message = pae(env["payloadType"], payload)
     hint = sigs[0]["keyid"]   # a hint, not trusted: the named key first, then the others
-    for k in sorted(keys, key=lambda k: k.key_id != hint):
+    for k in sorted(keys, key=lambda k: bool(k.key_id != hint)):
         if k.verify(message, sig):
             return k, "Ed25519 over the DSSE PAE by " + k.key_id
     return None, "the signature does not verify with any trusted key"
@@ -286,7 +287,7 @@ def open_envelope(path: str, keys: Sequence[TrustedKey], predicate_type: str
         checks.append({"name": name, "ok": bool(ok), "detail": detail})
 
     env, payload, problem = _read_envelope(path)
-    if env is None:
+    if env is None or payload is None:
         add("envelope", False, problem)
         for n in ENVELOPE_CHECKS[1:4]:
             add(n, False, "not checked: the envelope is unusable")
@@ -502,6 +503,7 @@ def verify_receipt_envelope(receipt_bytes: bytes, receipt: Any, envelope_path: s
     log = pred.get("log") if isinstance(pred, dict) else None
     problem = _log_problem(log, receipt, signer)
     if not problem:
+        assert isinstance(log, dict)  # _log_problem found none
         detail = "entry %d of a signed tree of %d" % (log["index"], log["tree_head"]["tree_size"])
     checks.append({"name": "log_inclusion", "ok": not problem, "detail": problem or detail})
     authenticated = all(c["ok"] for c in checks)
@@ -517,4 +519,4 @@ def _json_equal(a: Any, b: Any) -> bool:
         return set(a) == set(b) and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    return a == b
+    return bool(a == b)

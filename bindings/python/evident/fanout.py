@@ -34,6 +34,7 @@ signing key (``signing_key``/``state_dir``) the client writes ``manifest.dsse.js
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
 import hashlib
 import importlib
@@ -49,15 +50,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from . import envelope as E
 from ._version import __version__
+from .app import App
+from .display import Display
 from .engine import Engine
 from .errors import ReceiptError, UsageError
-from .merge import authenticate_receipt, load_keys, load_signer, sign_outputs
+from .merge import Keys, authenticate_receipt, load_keys, load_signer, sign_outputs
 from .plan import ShardError, fsync_dir, fsync_write, load_json_strict
 from .verification import verify_receipt
+from .session import Session
 from .verify import ReceiptFormatError, domain_digest, jcs
 
 __all__ = ["JobContext", "FanoutError", "FanoutResult", "run", "load_jobs", "job_sha256",
@@ -158,16 +162,14 @@ def load_jobs(path: str) -> List[Dict[str, Any]]:
 # the worker side
 
 _ENGINE_LOCK = threading.Lock()
-_ENGINE: Dict[str, Any] = {}
+_ENGINE: Dict[str, Engine] = {}
 
 
-def _engine():
+def _engine() -> Engine:
     """This worker process's engine (created on first use; closed when the process exits)."""
     with _ENGINE_LOCK:
         engine = _ENGINE.get("engine")
         if engine is None or engine.closed:
-            import atexit
-
             state = os.environ.get("EVIDENT_FANOUT_STATE_DIR")
             if state:   # this machine's kept state dir: its key can be pinned
                 os.makedirs(state, mode=0o700, exist_ok=True)
@@ -184,8 +186,8 @@ class JobContext:
     ``engine`` (this process's), ``display`` (fresh, destroyed after the job), ``scratch``
     (a private directory, removed after the job); ``launch(argv)`` and ``session(app)``."""
 
-    def __init__(self, job: Dict[str, Any], attempt_id: str, digest: str, engine: Any,
-                 display: Any, scratch: Path) -> None:
+    def __init__(self, job: Dict[str, Any], attempt_id: str, digest: str, engine: Engine,
+                 display: Display, scratch: Path) -> None:
         self.job = job
         self.job_id: str = job["id"]
         self.args: Dict[str, Any] = dict(job.get("args") or {})
@@ -194,15 +196,15 @@ class JobContext:
         self.engine = engine
         self.display = display
         self.scratch = scratch
-        self.sessions: List[Any] = []
-        self.apps: List[Any] = []
+        self.sessions: List[Session] = []
+        self.apps: List[App] = []
 
-    def launch(self, argv: Sequence[str], wait_window_ms: Optional[int] = 5000):
+    def launch(self, argv: Sequence[str], wait_window_ms: Optional[int] = 5000) -> App:
         app = self.display.launch(list(argv), wait_window_ms=wait_window_ms)
         self.apps.append(app)
         return app
 
-    def session(self, app: Any):
+    def session(self, app: Union[App, str]) -> Session:
         """Begins the job's session, bound to this execution's attempt id and the job digest.
         One per execution: the session's receipt is the execution's evidence."""
         if self.sessions:
@@ -262,16 +264,17 @@ def run_job(job: Dict[str, Any], digest: str, attempt_id: str,
             finally:
                 for app in reversed(ctx.apps):
                     app.__exit__(None, None, None)
-            sessions = ctx.sessions
-            if len(sessions) != 1 or sessions[0].closed_reply is None or not sessions[0].receipt:
+            s = ctx.sessions[0] if len(ctx.sessions) == 1 else None
+            receipt = s.receipt if s is not None and s.closed_reply is not None else None
+            evidence = s.evidence_dir if s is not None else None
+            if not receipt or evidence is None:
                 result["error"] = "fanout-no-receipt"
             else:
-                s = sessions[0]
                 dest = root / attempt_id
-                result["files"] = _durable_copy_dir(Path(s.evidence_dir), dest)
+                result["files"] = _durable_copy_dir(Path(evidence), dest)
                 result["evidence_dir"] = str(dest)
-                result["receipt_id"] = s.receipt.get("receipt_id")
-                host = (s.receipt.get("engine") or {}).get("host_id")
+                result["receipt_id"] = receipt.get("receipt_id")
+                host = (receipt.get("engine") or {}).get("host_id")
                 if isinstance(host, str):
                     result["host_id"] = host
                 result["state"] = "closed"
@@ -313,7 +316,7 @@ class FanoutResult:
     out: str
 
 
-def _connect(client_or_address: Any):
+def _connect(client_or_address: Any) -> Tuple[Any, bool]:
     from distributed import Client
 
     if isinstance(client_or_address, str):
@@ -344,7 +347,8 @@ def _accept(out: Path, res: Dict[str, Any], job: Dict[str, Any], digest: str,
     failed = sorted({f"{c.verifier}:{c.name}" for c in v.failed})
     if not attempt_ok:
         failed.append("attempt_id")
-    auth = {"authenticated": False, "key_id": None, "failed": [], "verifiers": []}
+    auth: Dict[str, Any] = {"authenticated": False, "key_id": None, "failed": [],
+                            "verifiers": []}
     if keys is not None:
         auth = authenticate_receipt(dest / "receipt.json", dest / "receipt.dsse.json", dest,
                                     keys, verifier)
@@ -397,12 +401,12 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
     planned: List[Dict[str, Any]] = []     # one per planned attempt
     results: Dict[str, Dict[str, Any]] = {}   # attempt key -> the result that reached us
     counted: Dict[str, str] = {}            # job id -> counted attempt_id
-    verifiers: set = set()
-    sig_verifiers: set = set()
-    cancelled: set = set()                  # attempt keys still running at the deadline
+    verifiers: Set[str] = set()
+    sig_verifiers: Set[str] = set()
+    cancelled: Set[str] = set()                # attempt keys still running at the deadline
     deadline = time.monotonic() + timeout_s
     try:
-        def submit(job_id: str, attempt: int):
+        def submit(job_id: str, attempt: int) -> Any:
             key = f"evident-fanout-{run_id}-{job_id}-a{attempt}"
             planned.append({"job": job_id, "attempt": attempt, "key": key, "planned_at": _now()})
             return client.submit(execute, by_id[job_id], digests[job_id], attempt, run_id, topic,
@@ -463,8 +467,11 @@ def run(client_or_address: Any, jobs: Sequence[Dict[str, Any]], *, out_dir: str,
     return FanoutResult(manifest["ok"], manifest, str(out))
 
 
-def _manifest(run_id, plan, planned, results, events, counted, verifiers, started_at, digests,
-              cancelled, keys=None, signer=None, sig_verifiers=()) -> Dict[str, Any]:
+def _manifest(run_id: str, plan: Dict[str, Any], planned: List[Dict[str, Any]],
+              results: Dict[str, Dict[str, Any]], events: List[Any], counted: Dict[str, str],
+              verifiers: Set[str], started_at: str, digests: Dict[str, str], cancelled: Set[str],
+              keys: Optional[Keys] = None, signer: Optional[E.SigningKey] = None,
+              sig_verifiers: Iterable[str] = ()) -> Dict[str, Any]:
     started = {e["attempt_id"]: e for e in events
                if isinstance(e, dict) and e.get("state") == "started"}
     ledger: List[Dict[str, Any]] = []
@@ -473,7 +480,7 @@ def _manifest(run_id, plan, planned, results, events, counted, verifiers, starte
         returned_id = res.get("attempt_id") if res else None
         execs = [e for e in started.values() if e["job"] == p["job"]
                  and e["attempt"] == p["attempt"]]
-        execs.sort(key=lambda e: e["at"])
+        execs.sort(key=lambda e: str(e["at"]))
         if not execs and res is None:
             ledger.append({**p, "attempt_id": None, "state": "planned", "counted": False})
             continue
@@ -536,7 +543,8 @@ def _manifest(run_id, plan, planned, results, events, counted, verifiers, starte
     return manifest
 
 
-def _authentication(ledger: List[Dict[str, Any]], keys: Any, sig_verifiers) -> Dict[str, Any]:
+def _authentication(ledger: List[Dict[str, Any]], keys: Optional[Keys],
+                    sig_verifiers: Iterable[str]) -> Dict[str, Any]:
     counted = [e for e in ledger if e["counted"]]
     return {"required": keys is not None,
             "trusted_keys": keys.ids if keys is not None else [],
@@ -580,8 +588,8 @@ def _entry(p: Dict[str, Any], started: Dict[str, Any], res: Dict[str, Any],
 # ------------------------------------------------------------------------------------------------
 # command line
 
-def main(argv: Optional[List[str]] = None, out=None) -> int:
-    out = out or sys.stdout
+def main(argv: Optional[List[str]] = None, out: Optional[IO[str]] = None) -> int:
+    sink: IO[str] = out or sys.stdout
     parser = argparse.ArgumentParser(prog="evident fanout",
                                      description="Run session jobs on a Dask cluster.")
     parser.add_argument("jobs", metavar="JOBS.json", nargs="?")
@@ -605,7 +613,7 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
 
     def fail(code: str, message: str, status: int) -> int:
         if args.json:
-            out.write(json.dumps({"ok": False, "error": {"code": code, "message": message,
+            sink.write(json.dumps({"ok": False, "error": {"code": code, "message": message,
                                                           "retryable": False}}) + "\n")
         else:
             sys.stderr.write(f"evident: error [{code}]: {message}\n")
@@ -625,14 +633,14 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
         return fail("fanout-unavailable", f"cannot reach the scheduler: {type(e).__name__}", 1)
     m = result.manifest
     if args.json:
-        out.write(json.dumps({"ok": m["ok"], "out": result.out, "manifest_id": m["manifest_id"],
+        sink.write(json.dumps({"ok": m["ok"], "out": result.out, "manifest_id": m["manifest_id"],
                               "jobs": m["jobs"]}, ensure_ascii=False) + "\n")
     else:
         for j in m["jobs"]:
-            out.write(f"  {'ok  ' if j['outcome'] == 'closed' else 'FAIL'}  {j['id']}: "
+            sink.write(f"  {'ok  ' if j['outcome'] == 'closed' else 'FAIL'}  {j['id']}: "
                       f"{j['outcome']} after {j['executions']} execution(s); counted "
                       f"{j['counted_attempt_id']}\n")
-        out.write(f"{'verified' if m['ok'] else 'incomplete'}: manifest {m['manifest_id']} "
+        sink.write(f"{'verified' if m['ok'] else 'incomplete'}: manifest {m['manifest_id']} "
                   f"({m['signature']['state']}) in {result.out}\n")
     return 0 if m["ok"] else 1
 

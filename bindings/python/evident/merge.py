@@ -37,7 +37,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import envelope as E
 from ._native import find_core
@@ -105,6 +105,12 @@ class _Bundle:
     shard: Optional[Dict[str, Any]] = None
     shard_bytes: bytes = b""
     receipts: List[Dict[str, Any]] = field(default_factory=list)   # verified entries
+
+    @property
+    def doc(self) -> Dict[str, Any]:
+        """The bundle's shard.json, once loaded (only loaded bundles are checked further)."""
+        assert self.shard is not None
+        return self.shard
 
 
 def _name_list(names: Sequence[str]) -> str:
@@ -211,8 +217,9 @@ def evident_cli() -> Optional[str]:
         return env if os.access(env, os.X_OK) else None
 
     core = find_core()
-    if core is not None and getattr(core, "__file__", None):
-        cand = Path(core.__file__).resolve().parents[2] / "engine" / "cli" / "evident"
+    core_file = getattr(core, "__file__", None) if core is not None else None
+    if core_file:
+        cand = Path(core_file).resolve().parents[2] / "engine" / "cli" / "evident"
         if os.access(cand, os.X_OK):
             return str(cand)
     return shutil.which("evident")
@@ -296,8 +303,9 @@ def _host_id(receipt: Dict[str, Any], entry: Dict[str, Any]) -> Optional[str]:
     """engine.host_id of a v3 receipt; else what shard.json recorded; else None."""
     engine = receipt.get("engine")
     if isinstance(engine, dict) and isinstance(engine.get("host_id"), str):
-        return engine["host_id"]
-    return entry.get("host_id") if isinstance(entry.get("host_id"), str) else None
+        return str(engine["host_id"])
+    host = entry.get("host_id")
+    return host if isinstance(host, str) else None
 
 
 def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
@@ -314,12 +322,12 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
     bundles = [_Bundle(Path(d), d) for d in dirs]
     # 1. each bundle's shard.json, strictly, with its exact shape
     for b in bundles:
-        path = b.dir / SHARD_FILE
+        shard_file = b.dir / SHARD_FILE
         try:
-            if not path.is_file():
+            if not shard_file.is_file():
                 raise ShardError("merge-bundle", "no shard.json in the bundle")
-            b.shard_bytes = path.read_bytes()[:MAX_SHARD_FILE_BYTES + 1]
-            value = load_json_strict(str(path), MAX_SHARD_FILE_BYTES, "merge-bundle",
+            b.shard_bytes = shard_file.read_bytes()[:MAX_SHARD_FILE_BYTES + 1]
+            value = load_json_strict(str(shard_file), MAX_SHARD_FILE_BYTES, "merge-bundle",
                                      "shard.json")
         except (ShardError, OSError) as e:
             add("bundle-readable", False, getattr(e, "message", "cannot read shard.json"), b)
@@ -347,16 +355,16 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
     # 2. one plan: the plan most bundles carry (ties: the first given) is the run's plan
     counts: Dict[str, int] = {}
     for b in good:
-        counts[b.shard["plan_sha256"]] = counts.get(b.shard["plan_sha256"], 0) + 1
-    first_seen = [b.shard["plan_sha256"] for b in good]
+        counts[b.doc["plan_sha256"]] = counts.get(b.doc["plan_sha256"], 0) + 1
+    first_seen = [b.doc["plan_sha256"] for b in good]
     run_plan = max(counts, key=lambda d: (counts[d], -first_seen.index(d)))
-    plan = next(b.shard["plan"] for b in good if b.shard["plan_sha256"] == run_plan)
-    foreign = [b for b in good if b.shard["plan_sha256"] != run_plan]
+    plan = next(b.doc["plan"] for b in good if b.doc["plan_sha256"] == run_plan)
+    foreign = [b for b in good if b.doc["plan_sha256"] != run_plan]
     add("one-plan", not foreign,
         f"plan {run_plan} ({len(plan['tests'])} tests, {plan['n']} shards)" if not foreign
         else "bundles of another plan: " + _name_list([b.label for b in foreign]))
     facts.update(plan=plan, plan_sha256=run_plan)
-    members = [b for b in good if b.shard["plan_sha256"] == run_plan]
+    members = [b for b in good if b.doc["plan_sha256"] == run_plan]
     n = plan["n"]
     expected = assign(plan)
     plan_tests = set(plan["tests"])
@@ -364,7 +372,7 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
     # 3. shard indices: each of 1..n exactly once
     by_index: Dict[int, List[_Bundle]] = {}
     for b in members:
-        s = b.shard
+        s = b.doc
         if s["total"] != n or not 1 <= s["index"] <= n:
             add("shard-index", False, f"index {s['index']}/{s['total']} does not fit a plan of "
                 f"{n} shards", b)
@@ -383,7 +391,7 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
 
     # 4. each shard ran exactly the tests the plan assigns to it, each with an outcome
     for b in members:
-        s = b.shard
+        s = b.doc
         if not 1 <= s["index"] <= n:
             continue
         want = expected[s["index"] - 1]
@@ -413,13 +421,13 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
     # 5. exact cover: nothing missing, nothing doubled, nothing foreign
     seen: Dict[str, int] = {}
     for b in members:
-        for t in b.shard["tests"]:
+        for t in b.doc["tests"]:
             seen[t] = seen.get(t, 0) + 1
     missing = sorted(plan_tests - set(seen))
     doubled = sorted(t for t, k in seen.items() if k > 1)
     alien = sorted(set(seen) - plan_tests)
     for b in foreign:   # every test a bundle of another plan ran is foreign to this run
-        alien = sorted(set(alien) | set(b.shard["tests"]))
+        alien = sorted(set(alien) | set(b.doc["tests"]))
     parts = []
     if missing:
         parts.append(f"missing {len(missing)}: " + _name_list(missing))
@@ -433,7 +441,7 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
     ids_seen: Dict[str, str] = {}
     doubled_receipts: List[str] = []
     for b in members:
-        s = b.shard
+        s = b.doc
         listed_ok, digest_problems, verify_problems, extra_problems = [], [], [], []
         sig_problems: List[str] = []
         for r in s["receipts"]:
@@ -465,7 +473,7 @@ def check_bundles(dirs: Sequence[str], *, verifier: str = "both",
                     if not cok:
                         extra_problems.append((name, f"{r['path'][:120]}: {cdetail}"))
             envelope = path.parent / "receipt.dsse.json"
-            auth = {"authenticated": False, "key_id": None}
+            auth: Dict[str, Any] = {"authenticated": False, "key_id": None}
             if keys is not None:
                 auth = authenticate_receipt(path, envelope, path.parent, keys, verifier)
                 facts.setdefault("signature_verifiers", set()).update(auth["verifiers"])
@@ -512,7 +520,7 @@ def _now() -> str:
 def _frame_digests(receipt: Dict[str, Any]) -> List[str]:
     found = {e.get("frame_sha256") for e in receipt.get("transcript", []) if isinstance(e, dict)}
     found.add(receipt.get("observation", {}).get("sha256"))
-    return sorted(h for h in found if _is_hex64(h))
+    return sorted(str(h) for h in found if _is_hex64(h))
 
 
 def _copy_durable(src: Path, dst: Path) -> int:
@@ -561,7 +569,7 @@ def _junit(manifest: Dict[str, Any]) -> bytes:
                                                "value": f"receipts/{r['receipt_id']}.json"})
     root = ET.Element("testsuites")
     root.append(suite)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
 
 
 def _report_md(manifest: Dict[str, Any], checks: List[MergeCheck]) -> bytes:
@@ -592,7 +600,7 @@ def _report_md(manifest: Dict[str, Any], checks: List[MergeCheck]) -> bytes:
 
 def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any],
            keys: Optional[Keys] = None, signer: Any = None) -> Dict[str, Any]:
-    members: List[_Bundle] = sorted(facts["members"], key=lambda b: b.shard["index"])
+    members: List[_Bundle] = sorted(facts["members"], key=lambda b: int(b.doc["index"]))
     (tmp / "receipts").mkdir()
     (tmp / "frames").mkdir()
     (tmp / "shards").mkdir()
@@ -601,7 +609,7 @@ def _build(tmp: Path, checks: List[MergeCheck], facts: Dict[str, Any],
     tests: Dict[str, Dict[str, Any]] = {}
     shards = []
     for b in members:
-        s = b.shard
+        s = b.doc
         fsync_write(str(tmp / "shards" / f"{s['index']}.shard.json"), b.shard_bytes)
         shards.append({"index": s["index"], "total": s["total"],
                        "shard_json_sha256": hashlib.sha256(b.shard_bytes).hexdigest(),
@@ -719,7 +727,9 @@ def check_signed_outputs(root: Path, keys: Optional[Keys], predicate_type: str,
     bad = [c["name"] for c in checks if not c["ok"]]
     if bad:
         return False, "failed: " + ", ".join(bad), None
-    sig = manifest.get("signature") if isinstance(manifest.get("signature"), dict) else {}
+    assert isinstance(st, dict) and signer is not None  # what open_envelope's checks passed on
+    raw_sig = manifest.get("signature")
+    sig: Dict[str, Any] = raw_sig if isinstance(raw_sig, dict) else {}
     names = sig.get("subjects")
     pred = st.get("predicate")
     if not (isinstance(pred, dict) and pred.get(id_key) == manifest.get(id_key)):
@@ -738,7 +748,8 @@ def check_signed_outputs(root: Path, keys: Optional[Keys], predicate_type: str,
     return True, f"signed by {signer.key_id}: " + ", ".join(names), signer.key_id
 
 
-def load_signer(signing_key: Optional[str], state_dir: Optional[str]):
+def load_signer(signing_key: Optional[str], state_dir: Optional[str]
+                ) -> Optional[E.SigningKey]:
     """The merging key: ``--signing-key`` (PKCS#8 PEM Ed25519), else ``--state-dir``'s
     ``keys/signing.key``, else None (unsigned). Raises envelope.KeyUsageError."""
     if signing_key:
@@ -770,7 +781,7 @@ def merge(dirs: Sequence[str], out: str, *, verifier: str = "both",
                            message="the output exists and is not an empty directory")
     checks, _bundles, facts = check_bundles(dirs, verifier=verifier, keys=keys)
     if require_passed and facts.get("members"):
-        bad = sorted(t for b in facts["members"] for t, o in b.shard["outcomes"].items()
+        bad = sorted(t for b in facts["members"] for t, o in b.doc["outcomes"].items()
                      if o in ("failed", "error", "xpassed"))
         checks.append(MergeCheck("tests-passed", not bad, "tests that did not pass: "
                                  + _name_list(bad) if bad else "no test failed"))
@@ -913,8 +924,8 @@ def check_output(out: str, *, verifier: str = "both", keys: Optional[Keys] = Non
 # ------------------------------------------------------------------------------------------------
 # command line
 
-def main(argv: Optional[List[str]] = None, out=None) -> int:
-    out = out or sys.stdout
+def main(argv: Optional[List[str]] = None, out: Optional[IO[str]] = None) -> int:
+    sink: IO[str] = out or sys.stdout
     parser = argparse.ArgumentParser(
         prog="evident merge", description="Verify shard bundles and merge them into one run.")
     parser.add_argument("bundles", nargs="*", metavar="DIR")
@@ -942,7 +953,7 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
             keys = load_keys(args.key, args.trusted_keys)
         except E.KeyUsageError as e:
             if args.json:
-                out.write(json.dumps({"ok": False, "error": {
+                sink.write(json.dumps({"ok": False, "error": {
                     "code": e.code, "message": e.message, "retryable": False}}) + "\n")
             else:
                 sys.stderr.write(f"evident: error [{e.code}]: {e.message}\n")
@@ -951,18 +962,19 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
         ok = bool(checks) and all(c.ok for c in checks)
         authenticated = ok and keys is not None
         if args.json:
-            doc = {"ok": ok, "checks": [c.as_json() for c in checks],
-                   "authenticated": authenticated}
+            answer: Dict[str, Any] = {"ok": ok, "checks": [c.as_json() for c in checks],
+                                      "authenticated": authenticated}
             if not ok:
-                doc["error"] = {"code": "merge-refused", "message": "failed checks: " + ", ".join(
-                    c.name for c in checks if not c.ok), "retryable": False}
-            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+                answer["error"] = {"code": "merge-refused", "message": "failed checks: " +
+                                   ", ".join(c.name for c in checks if not c.ok),
+                                   "retryable": False}
+            sink.write(json.dumps(answer, ensure_ascii=False) + "\n")
         else:
             for c in checks:
-                out.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}\n")
-            out.write("merged output verified\n" if ok else "merged output does NOT verify\n")
+                sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}\n")
+            sink.write("merged output verified\n" if ok else "merged output does NOT verify\n")
             if ok and not authenticated:
-                out.write("NOT AUTHENTICATED: no --key or --trusted-keys was given; the output "
+                sink.write("NOT AUTHENTICATED: no --key or --trusted-keys was given; the output "
                           "is consistent, which proves nothing about who merged it\n")
         return 0 if ok else 1
     if not args.out or not args.bundles:
@@ -977,28 +989,29 @@ def main(argv: Optional[List[str]] = None, out=None) -> int:
     if args.json:
         doc: Dict[str, Any] = {"ok": result.ok, "checks": [c.as_json() for c in result.checks]}
         if result.ok:
-            doc.update(out=result.out, manifest_id=result.manifest["manifest_id"],
-                       plan_sha256=result.manifest["plan_sha256"],
-                       outcomes=result.manifest["outcomes"],
-                       signature=result.manifest["signature"]["state"],
-                       authenticated=result.manifest["authentication"]["authenticated"] ==
-                       result.manifest["receipt_count"] and
-                       result.manifest["authentication"]["required"])
+            assert result.manifest is not None  # a merge that succeeded wrote one
+            m = result.manifest
+            doc.update(out=result.out, manifest_id=m["manifest_id"],
+                       plan_sha256=m["plan_sha256"], outcomes=m["outcomes"],
+                       signature=m["signature"]["state"],
+                       authenticated=m["authentication"]["authenticated"] ==
+                       m["receipt_count"] and m["authentication"]["required"])
         else:
             doc["error"] = {"code": result.error_code, "message": result.message,
                             "retryable": False}
-        out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        sink.write(json.dumps(doc, ensure_ascii=False) + "\n")
         return status
     for c in result.checks:
         where = f" [{c.bundle}]" if c.bundle else ""
-        out.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}{where}: {c.detail}\n")
+        sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.name}{where}: {c.detail}\n")
     if result.ok:
+        assert result.manifest is not None  # a merge that succeeded wrote one
         m = result.manifest
-        out.write(f"merged {len(m['shards'])} shards, {len(m['tests'])} tests, "
+        sink.write(f"merged {len(m['shards'])} shards, {len(m['tests'])} tests, "
                   f"{m['receipt_count']} verified receipts, {m['frames']['unique']} frames "
                   f"into {result.out}\nmanifest {m['manifest_id']} ({m['signature']['state']})\n")
         a = m["authentication"]
-        out.write(f"receipts authenticated: {a['authenticated']} of {a['receipts']} by "
+        sink.write(f"receipts authenticated: {a['authenticated']} of {a['receipts']} by "
                   f"{', '.join(a['signing_keys']) or 'no key'}\n" if a["required"]
                   else a["note"] + "\n")
     else:

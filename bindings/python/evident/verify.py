@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from types import ModuleType
-from typing import IO, Any, Dict, List, Optional, Tuple
+from typing import IO, Any, Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["ReceiptFormatError", "jcs", "domain_digest", "parse_strict", "load_receipt_file",
            "verify_receipt", "run_verify_command", "main", "commitment_digest",
@@ -326,7 +326,7 @@ def _str_len(v: Any, lo: int, hi: int) -> bool:
     return isinstance(v, str) and lo <= len(v.encode("utf-8", "surrogatepass")) <= hi
 
 
-def _exact_keys(v: Any, keys) -> bool:
+def _exact_keys(v: Any, keys: Iterable[str]) -> bool:
     return isinstance(v, dict) and set(v) == set(keys)
 
 
@@ -478,7 +478,7 @@ def _file_sha256(path: str) -> Optional[str]:
         return None
 
 
-def _png_size(path: str) -> Optional[tuple]:
+def _png_size(path: str) -> Optional[Tuple[int, int]]:
     with open(path, "rb") as f:
         head = f.read(33)
     if len(head) < 33 or head[:8] != PNG_SIGNATURE:
@@ -659,11 +659,11 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
                 if os.path.getsize(path) != r["observation"]["byte_length"]:
                     detail = "observed frame byte_length differs"
                     break
-                size = _png_size(path)
-                if size is None:
+                ihdr = _png_size(path)
+                if ihdr is None:
                     detail = "observed frame is not a PNG with IHDR"
                     break
-                if size != (r["observation"]["width"], r["observation"]["height"]):
+                if ihdr != (r["observation"]["width"], r["observation"]["height"]):
                     detail = "observed frame width/height differ from its IHDR"
                     break
         add("frames", detail is None, detail or "%d frames present and hashed" % len(wanted))
@@ -685,8 +685,7 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
         add("expect_uid", ok, "actor.uid matches" if ok else "actor.uid differs")
 
     if disclosure is not None:
-        for c in check_disclosure(r, disclosure):
-            checks.append(c)
+        checks.extend(check_disclosure(r, disclosure))
 
     report["ok"] = all(c["ok"] for c in checks)
     return report
@@ -741,7 +740,8 @@ def load_disclosure_file(path: str) -> Dict[str, Any]:
     problem = _disclosure_problem(d)
     if problem:
         raise ReceiptFormatError("disclosure-invalid", problem)
-    return d
+    disclosure: Dict[str, Any] = d  # _disclosure_problem checked it is an object
+    return disclosure
 
 
 def check_disclosure(r: Dict[str, Any], d: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -795,13 +795,13 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
     :mod:`evident.envelope`; this file imports nothing of the package, so the caller passes it:
     ``python3 -m evident.verify`` does); with ``disclosure_path`` the disclosure checks run
     (docs/receipts.md §11)."""
-    out = out or sys.stdout
+    sink: IO[str] = out or sys.stdout
 
     def fail(code: str, message: str, status: int) -> int:
         if as_json:
-            out.write(json.dumps(_error(code, message), ensure_ascii=False) + "\n")
+            sink.write(json.dumps(_error(code, message), ensure_ascii=False) + "\n")
         else:
-            out.write("error: %s (%s)\n" % (message, code))
+            sink.write("error: %s (%s)\n" % (message, code))
         return status
 
     if expect_job_sha256 and not _HEX64_ANY_CASE.fullmatch(expect_job_sha256):
@@ -841,16 +841,16 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
             result["error"] = {"code": "verify-failed",
                                "message": "failed checks: " + ", ".join(failed),
                                "retryable": False}
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        sink.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
-        out.write("receipt %s\n" % (report["receipt_id"] or "(no receipt_id)"))
+        sink.write("receipt %s\n" % (report["receipt_id"] or "(no receipt_id)"))
         for c in report["checks"]:
-            out.write("  %s  %s: %s\n" % ("ok  " if c["ok"] else "FAIL", c["name"], c["detail"]))
+            sink.write("  %s  %s: %s\n" % ("ok  " if c["ok"] else "FAIL", c["name"], c["detail"]))
         if report["ok"]:
-            out.write("verified: all %d checks passed\n" % len(report["checks"]))
+            sink.write("verified: all %d checks passed\n" % len(report["checks"]))
         else:
-            out.write("verification failed: %s\n" % ", ".join(failed))
-        out.write(note + "\n")
+            sink.write("verification failed: %s\n" % ", ".join(failed))
+        sink.write(note + "\n")
     return 0 if report["ok"] else 1
 
 
