@@ -143,9 +143,15 @@ def check(doc: Dict[str, Any]) -> None:
     for key in ("forbidden_actions_error", "action_error"):
         if s[key] not in errors:
             raise ProtocolError(f"session.{key}: undeclared error code {s[key]!r}")
+    classes = set()
     for fam, spec in doc["error_families"].items():
         if not re.match(r"^[A-Z][A-Za-z]*Error$", spec["python_class"]):
             raise ProtocolError(f"family {fam}: python_class must be a NameError-style name")
+        if spec["python_class"] in classes or spec["python_class"] == "EvidentError":
+            raise ProtocolError(f"family {fam}: python_class must be its own (not EvidentError)")
+        classes.add(spec["python_class"])
+        if set(spec) != {"python_class", "description"}:
+            raise ProtocolError(f"family {fam}: must have exactly python_class and description")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,10 +356,10 @@ def gen_python(doc: Dict[str, Any]) -> str:
         w(f"    {lit(name)}: {lim['value']},")
     w("}")
     w("")
-    w("# family -> (exception class name, code prefixes that fall back to it for undeclared codes)")
-    w("ERROR_FAMILIES: Mapping[str, Tuple[str, Tuple[str, ...]]] = {")
+    w("# family -> the exception class (evident/errors.py) raised for every code of the family")
+    w("ERROR_FAMILIES: Mapping[str, str] = {")
     for fam, spec in doc["error_families"].items():
-        w(f"    {lit(fam)}: ({lit(spec['python_class'])}, {lit(tuple(spec['prefixes']))}),")
+        w(f"    {lit(fam)}: {lit(spec['python_class'])},")
     w("}")
     w("")
     w("ERRORS: Mapping[str, ErrorInfo] = {")
@@ -512,6 +518,16 @@ def table_session_ops(doc: Dict[str, Any]) -> str:
     return "\n".join(o) + "\n"
 
 
+def table_error_classes(doc: Dict[str, Any]) -> str:
+    """docs/python.md: the exception class of each family (every code of it raises that class)."""
+    o = ["| class | family (docs/errors.md, family column) | what |", "|---|---|---|"]
+    for fam, spec in doc["error_families"].items():
+        o.append(f"| `{spec['python_class']}` | {fam} | {md(spec['description'])} |")
+    o.append("| `EvidentError` | — | the base class; a code the protocol file does not declare "
+             "(a newer engine) raises it |")
+    return "\n".join(o) + "\n"
+
+
 DOC_TABLES = {
     # (file, marker name) -> generator
     ("docs/errors.md", "errors"): table_errors,
@@ -519,6 +535,7 @@ DOC_TABLES = {
     ("docs/protocol.md", "limits"): table_limits,
     ("docs/protocol.md", "action-kinds"): table_actions,
     ("docs/protocol.md", "session-ops"): table_session_ops,
+    ("docs/python.md", "error-classes"): table_error_classes,
 }
 
 

@@ -75,17 +75,17 @@ LIMITS: Mapping[str, int] = {
     'frame_file_max_bytes': 268435456,
 }
 
-# family -> (exception class name, code prefixes that fall back to it for undeclared codes)
-ERROR_FAMILIES: Mapping[str, Tuple[str, Tuple[str, ...]]] = {
-    'usage': ('UsageError', ('request-',)),
-    'engine': ('EngineError', ('engine-', 'daemon-')),
-    'display': ('DisplayError', ('display-', 'capture-', 'window-', 'wait-')),
-    'app': ('AppError', ('app-',)),
-    'action': ('ActionError', ('action-', 'actions-', 'input-', 'keymap-')),
-    'session': ('SessionError', ('session-',)),
-    'receipt': ('ReceiptError', ('receipt-', 'verify-')),
-    'task': ('TaskError', ('task-',)),
-    'browser': ('BrowserError', ('browser-',)),
+# family -> the exception class (evident/errors.py) raised for every code of the family
+ERROR_FAMILIES: Mapping[str, str] = {
+    'usage': 'UsageError',
+    'engine': 'EngineError',
+    'display': 'DisplayError',
+    'app': 'AppError',
+    'action': 'ActionError',
+    'session': 'SessionError',
+    'receipt': 'ReceiptError',
+    'task': 'TaskError',
+    'browser': 'BrowserError',
 }
 
 ERRORS: Mapping[str, ErrorInfo] = {

@@ -12,7 +12,7 @@ Action outcomes are *not* errors: a click that could not be verified is an ``Act
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple, Type
+from typing import Any, Dict, Mapping, Tuple, Type
 
 from . import _protocol
 
@@ -116,29 +116,19 @@ _CLASSES: Mapping[str, Type[EvidentError]] = {
     for cls in (UsageError, EngineError, DisplayError, AppError, ActionError, SessionError,
                 TaskError, BrowserError, ReceiptError)
 }
-# Every family of the protocol file has its class here (checked at import: a new family in
-# protocol/evident.json needs its class above).
+# The class of each family of the protocol file (a family added there needs its class above:
+# importing this module then fails, and so does tests/test_errors_and_protocol.py).
 _FAMILY_CLASS: Mapping[str, Type[EvidentError]] = {
-    family: _CLASSES[class_name] for family, (class_name, _) in _protocol.ERROR_FAMILIES.items()
+    family: _CLASSES[class_name] for family, class_name in _protocol.ERROR_FAMILIES.items()
 }
 
 
 def error_class_for(code: str) -> Type[EvidentError]:
-    """The exception class for an error code: its family as declared in protocol/evident.json.
-
-    A code this package does not know (a newer engine) falls back to the family whose declared
-    prefix it starts with (longest wins), else to EvidentError, so it never breaks a caller that
-    catches EvidentError.
-    """
+    """The exception class for an error code: the class of its family as declared in
+    protocol/evident.json. A code the file does not declare (a newer engine's) gives
+    :class:`EvidentError`, so it never escapes ``except evident.EvidentError``."""
     info = _protocol.ERRORS.get(code)
-    if info is not None:
-        return _FAMILY_CLASS[info.family]
-    best: Optional[Tuple[int, str]] = None
-    for family, (_, prefixes) in _protocol.ERROR_FAMILIES.items():
-        for prefix in prefixes:
-            if code.startswith(prefix) and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), family)
-    return _FAMILY_CLASS[best[1]] if best is not None else EvidentError
+    return _FAMILY_CLASS[info.family] if info is not None else EvidentError
 
 
 def error_from_reply(reply: Mapping[str, Any]) -> EvidentError:

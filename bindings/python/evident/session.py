@@ -23,7 +23,7 @@ from . import _protocol
 from ._call import Caller, InterruptHook, PendingCall
 from ._data import ActionResult, PngInfo
 from .app import App
-from .errors import EvidentError, SessionError, UsageError, error_from_reply
+from .errors import EvidentError, SessionError, error_from_reply
 from .verification import Verification, verify_receipt
 from .windows import WindowHelpers
 
@@ -144,7 +144,7 @@ class Session:
         """
         pre = pre_observation_sha256 or (self.frame.sha256 if self.frame else None)
         if pre is None:
-            raise UsageError("session-observation", "no frame known; pass pre_observation_sha256")
+            raise SessionError("session-observation", "no frame known; pass pre_observation_sha256")
         return self._op("observe", pre_observation_sha256=pre)
 
     def finish(self, claims: Mapping[str, Any], observation_sha256: Optional[str] = None

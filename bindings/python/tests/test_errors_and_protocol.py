@@ -2,6 +2,8 @@
 exception hierarchy, Session tracks the sequence exactly like a careful CLI caller would, and
 Ctrl-C during a long call returns control promptly and aborts the session once the in-flight
 request completes."""
+import ast
+import json
 import os
 import pickle
 import signal
@@ -17,6 +19,7 @@ from evident.errors import error_from_reply
 from fake_backend import FakeBackend, FakeSessions
 
 DEADLINE_S = 10
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 @pytest.mark.parametrize("code,cls", [
@@ -144,29 +147,83 @@ def test_ctrl_c_interrupts_the_wait_and_aborts_after_the_call_completes():
     engine.close()
 
 
-def test_every_declared_code_maps_to_its_declared_family():
-    from evident import _protocol
-    classes = {name: cls for name, cls in vars(evident).items()
-               if isinstance(cls, type) and issubclass(cls, evident.EvidentError)}
-    for code, info in _protocol.ERRORS.items():
-        want = classes[_protocol.ERROR_FAMILIES[info.family][0]]
-        assert type(error_from_reply({"ok": False, "error": {"code": code}})) is want, code
+def _protocol_file():
+    # The source itself, not the generated _protocol module the code under test reads.
+    with open(os.path.join(ROOT, "protocol", "evident.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_every_family_of_the_protocol_file_has_its_exported_class():
+    doc = _protocol_file()
+    for family, spec in doc["error_families"].items():
+        cls = getattr(evident, spec["python_class"])
+        assert issubclass(cls, evident.EvidentError) and cls is not evident.EvidentError
+        assert cls.family == family
+        assert spec["python_class"] in evident.__all__
+
+
+def test_every_code_of_the_protocol_file_raises_the_class_of_its_family():
+    doc = _protocol_file()
+    assert len(doc["errors"]) > 100
+    for code, spec in doc["errors"].items():
+        want = getattr(evident, doc["error_families"][spec["family"]]["python_class"])
+        err = error_from_reply({"ok": False, "error": {"code": code, "message": "m"}})
+        assert type(err) is want, code
+        assert evident.error_class_for(code) is want, code
 
 
 @pytest.mark.parametrize("code,cls", [
-    # codes that fell through to the base class before the families were generated
+    # codes that fell through to the base class when the classes were chosen by code prefix
     ("keymap-restore-failed", evident.ActionError),
     ("keymap-no-spare-keycode", evident.ActionError),
     ("paste-failed", evident.ActionError),
     ("text-invalid-utf8", evident.ActionError),
     ("fs-error", evident.EngineError),
     ("fs-too-large", evident.EngineError),
-    # an undeclared code falls back to its family's declared prefix
-    ("session-something-newer", evident.SessionError),
-    ("capture-something-newer", evident.DisplayError),
+    ("agent-cassette", evident.TaskError),
 ])
-def test_generated_families_cover_every_code(code, cls):
+def test_codes_without_a_family_prefix_raise_their_family_class(code, cls):
     assert type(error_from_reply({"ok": False, "error": {"code": code}})) is cls
+
+
+@pytest.mark.parametrize("code", ["session-something-newer", "capture-something-newer",
+                                  "something-new", "request-", "x"])
+def test_an_undeclared_code_raises_the_base_class(code):
+    assert code not in _protocol_file()["errors"]
+    err = error_from_reply({"ok": False, "error": {"code": code, "message": "m"}})
+    assert type(err) is evident.EvidentError and err.code == code
+
+
+def _raised_codes():
+    """(file:line, class name, code) of every ``SomeError("kebab-code", ...)`` in the package."""
+    pkg = os.path.join(ROOT, "bindings", "python", "evident")
+    for dirpath, _, names in os.walk(pkg):
+        for name in sorted(n for n in names if n.endswith(".py")):
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and node.args
+                        and isinstance(node.args[0], ast.Constant)
+                        and isinstance(node.args[0].value, str)):
+                    continue
+                cls = node.func.id if isinstance(node.func, ast.Name) else ""
+                if isinstance(getattr(evident, cls, None), type) or cls == "AgentError":
+                    yield f"{os.path.relpath(path, pkg)}:{node.lineno}", cls, node.args[0].value
+
+
+def test_every_code_the_package_raises_is_declared_with_that_class_family():
+    from evident.agent import AgentError
+    doc = _protocol_file()
+    seen = 0
+    for where, cls_name, code in _raised_codes():
+        cls = AgentError if cls_name == "AgentError" else getattr(evident, cls_name)
+        if not issubclass(cls, evident.EvidentError):
+            continue
+        seen += 1
+        assert code in doc["errors"], (where, code)
+        assert cls.family == doc["errors"][code]["family"], (where, cls_name, code)
+    assert seen > 30
 
 
 def test_standalone_verifier_agrees_with_the_protocol_file():
