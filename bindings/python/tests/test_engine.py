@@ -84,9 +84,11 @@ def test_actions_batch_and_helpers(engine):
         assert batch.observation.kind == "pixels"
         r = display.click(30, 30)
         assert r.type == "click" and r.status in ("ok", "injected")
-        with pytest.raises(evident.EvidentError) as info:   # refused before anything runs
+        with pytest.raises(evident.ActionError) as info:   # refused before anything runs
             display.actions([a.click(1, 1), {"type": "no-such-action"}])
-        assert not isinstance(info.value, evident.SessionError)
+        assert type(info.value) is evident.ActionError
+        assert (info.value.code, info.value.retryable) == ("action-invalid", False)
+        assert info.value.message == "actions[1]: unknown action type"
 
 
 def test_session_to_verified_receipt(engine):
@@ -167,7 +169,7 @@ def test_every_action_of_the_vocabulary_returns_a_result(engine):
             a.mouse_down(20, 20), a.mouse_up(20, 20), a.drag(20, 20, 60, 40),
             a.scroll(30, 30, "down", 2), a.type("hé"), a.key("ctrl+a"),
             a.hold_key("shift", 20), a.wait(5), a.screenshot(), a.zoom(0, 0, 40, 30),
-        ], observe="pixels", settle=300)
+        ], observe="pixels", settle=5000)
         types = ["move_mouse", "click", "click", "double_click", "triple_click", "mouse_down",
                  "mouse_up", "drag", "scroll", "type", "key", "hold_key", "wait",
                  "screenshot", "zoom"]
@@ -175,10 +177,17 @@ def test_every_action_of_the_vocabulary_returns_a_result(engine):
         assert [r.index for r in batch] == list(range(len(types)))
         failed = [r for r in batch if r.status not in ("ok", "injected")]
         assert not failed, failed
-        assert batch.settle["outcome"] in ("settled", "still_loading", "fixed")
+        # xmessage is static once the input ends: quiet for 300 ms long before the 5 s cap
+        assert batch.settle["outcome"] == "settled", batch.settle
         assert batch.observation.png is not None
         with open(batch.observation.png.path, "rb") as f:
             assert Image.open(f).size == (320, 200)
+        # A cap below the 300 ms quiet window can only end at the cap; a batch that injected
+        # nothing has nothing to settle (docs/protocol.md §4).
+        assert display.actions([a.move_mouse(11, 11)], observe="none",
+                               settle=100).settle["outcome"] == "still_loading"
+        assert display.actions([a.wait(1)], observe="none",
+                               settle=True).settle == {"outcome": "fixed", "elapsed_ms": 0}
         # xmessage never reads the clipboard: paste fails, and that is data, not an exception.
         pasted = display.paste("x")
         assert pasted.type == "paste" and pasted.status == "failed" and pasted.detail
