@@ -34,10 +34,10 @@ PACKAGE_DIR = os.path.join(os.path.dirname(HERE), "evident")
 Graph = Dict[str, Set[str]]
 
 
-def _modules(pkg_dir: Path, name: str) -> Dict[str, Path]:
+def _modules(pkg_dir: Path, name: str, pattern: str = "*.py") -> Dict[str, Path]:
     """Module name -> file, for every .py file of the package (``__init__`` is the package)."""
     out: Dict[str, Path] = {}
-    for path in sorted(pkg_dir.rglob("*.py")):
+    for path in sorted(pkg_dir.rglob(pattern)):
         rel = path.relative_to(pkg_dir).with_suffix("")
         parts = [name, *rel.parts]
         if parts[-1] == "__init__":
@@ -79,9 +79,10 @@ def _header_len(tree: ast.Module) -> int:
     return n
 
 
-def _targets(node: ast.stmt, mod: str, is_pkg: bool, root: str, known: Dict[str, Path]
-             ) -> List[str]:
-    """The package modules an import statement loads (empty for anything else)."""
+def _targets(node: ast.stmt, mod: str, is_pkg: bool, root: str, known: Dict[str, Path],
+             compiled: Set[str]) -> List[str]:
+    """The package modules an import statement loads (empty for anything else). A compiled
+    submodule (known by its ``.pyi`` stub, e.g. ``_core``) imports nothing of the package."""
     found: List[str] = []
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -100,7 +101,8 @@ def _targets(node: ast.stmt, mod: str, is_pkg: bool, root: str, known: Dict[str,
             return []
     for alias in node.names:
         sub = f"{target}.{alias.name}"
-        found.append(sub if sub in known else target)
+        if sub not in compiled:
+            found.append(sub if sub in known else target)
     return [t for t in dict.fromkeys(found) if t in known]
 
 
@@ -120,6 +122,7 @@ def _dynamic_import(node: ast.AST, root: str) -> Optional[str]:
 def analyze(pkg_dir: str, name: str) -> Tuple[Graph, List[str]]:
     """(import graph between the package's modules, problems: late or hidden imports)."""
     known = _modules(Path(pkg_dir), name)
+    compiled = set(_modules(Path(pkg_dir), name, "*.pyi")) - set(known)
     graph: Graph = {m: set() for m in known}
     problems: List[str] = []
     for mod, path in known.items():
@@ -134,7 +137,7 @@ def analyze(pkg_dir: str, name: str) -> Tuple[Graph, List[str]]:
                 problems.append(f"{mod}:{getattr(node, 'lineno', 0)}: dynamic import of {dyn}")
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            targets = _targets(node, mod, is_pkg, name, known)
+            targets = _targets(node, mod, is_pkg, name, known, compiled)
             if not targets or id(node) in in_main:
                 continue
             if id(node) not in in_header:
@@ -254,6 +257,14 @@ def test_checker_finds_a_cycle_through_the_package_init(tmp_path):
                             "a.py": "from . import __version__\ndef f(): pass\n"})
     graph, _ = analyze(pkg, "pkg")
     assert cycles(graph) == [["pkg", "pkg.a"]]
+
+
+def test_checker_knows_a_compiled_submodule_from_a_name_of_the_package(tmp_path):
+    # `from . import _ext` loads the compiled _ext (its stub says it exists), not __init__.
+    pkg = _plant(tmp_path, {"__init__.py": "from .a import f\n", "_ext.pyi": "X: int\n",
+                            "a.py": "from . import _ext\ndef f(): pass\n"})
+    graph, problems = analyze(pkg, "pkg")
+    assert problems == [] and graph["pkg.a"] == set() and cycles(graph) == []
 
 
 def test_checker_finds_function_level_and_bottom_imports(tmp_path):
