@@ -16,13 +16,20 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from ._call import Caller
 from ._data import Png, PngInfo, Region, WaitResult, Window
 from .errors import DisplayError, EvidentError
 
-__all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region"]
+__all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region", "AppRef"]
+
+
+class AppRef(Protocol):
+    """What names an app to the window ops: an :class:`evident.App` (its ``app_id``)."""
+
+    @property
+    def app_id(self) -> str: ...
 
 
 class WaitTimeout(EvidentError, AssertionError):
@@ -69,12 +76,13 @@ class WindowHelpers:
         raise NotImplementedError
 
     # -- windows ----------------------------------------------------------------------------
-    def windows(self, *, mapped_only: bool = False, app: Any = None) -> List[Window]:
+    def windows(self, *, mapped_only: bool = False, app: Union[AppRef, str, None] = None
+                ) -> List[Window]:
         """Top-level windows, bottom of the stack first (``window.list``). ``app`` (an
         :class:`App` or app id) keeps those of its process tree."""
         args: Dict[str, Any] = {**self._ref(), "mapped_only": bool(mapped_only)}
         if app is not None:
-            args["app_id"] = getattr(app, "app_id", app)
+            args["app_id"] = app if isinstance(app, str) else app.app_id
         reply = self.engine.call("window.list", args)
         return [Window.from_json(w) for w in reply.get("windows", [])]
 
@@ -83,7 +91,8 @@ class WindowHelpers:
         return dict(self.engine.call("window.list", self._ref()).get("focus", {}))
 
     def wait_window(self, *, title: Optional[str] = None, class_: Optional[str] = None,
-                    pid_tree: Optional[int] = None, app: Any = None, id: Optional[int] = None,
+                    pid_tree: Optional[int] = None, app: Union[AppRef, str, None] = None,
+                    id: Optional[int] = None,
                     timeout: float = 10.0, raise_on_timeout: bool = True
                     ) -> Union[Window, WaitResult]:
         """Waits (X events, no polling) for a mapped, non-override-redirect top-level window:
@@ -99,7 +108,7 @@ class WindowHelpers:
         if pid_tree is not None:
             args["pid"] = int(pid_tree)
         if app is not None:
-            args["app_id"] = getattr(app, "app_id", app)
+            args["app_id"] = app if isinstance(app, str) else app.app_id
         if id is not None:
             args["id"] = int(id)
         reply = self.engine.call("window.wait", args)

@@ -30,7 +30,7 @@ class FakeBackend:
 
 
 class FakeSessions:
-    """Enough of the §5 state machine to exercise evident.Session's bookkeeping."""
+    """Enough of the session protocol (docs/protocol.md §5) to exercise evident.Session's bookkeeping."""
 
     def __init__(self, backend, block=None):
         self.phase = None
