@@ -67,6 +67,23 @@ def _engine_and_display():
     return backend, engine, display
 
 
+def test_app_alive_is_exactly_the_alive_field_of_app_list():
+    backend, engine, _ = _engine_and_display()
+    listed = []
+    backend.on("app.list", lambda args: {"ok": True, "apps": list(listed)})
+    app = evident.App(engine, {"app_id": "app-1", "display_id": 7, "generation": "g", "pid": 5})
+    assert app.alive is False                                   # not listed: stopped or gone
+    listed[:] = [{"app_id": "app-2", "alive": True}]
+    assert app.alive is False                                   # another app
+    listed[:] = [{"app_id": "app-1", "alive": True}]
+    assert app.alive is True
+    listed[:] = [{"app_id": "app-1", "alive": False, "exit_status": 3}]
+    assert app.alive is False and app.exit_status == 3         # exited on its own
+    listed[:] = [{"app_id": "app-1", "running": True, "state": "running", "live": True}]
+    assert app.alive is False                                   # no other field is guessed at
+    assert {r["op"] for r in backend.requests} == {"app.list"}
+
+
 def test_session_tracks_sequence_and_finishes_with_observed_digest():
     backend, engine, display = _engine_and_display()
     fake = FakeSessions(backend)
