@@ -16,7 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, List, Mapping, Optional, Union
 
 from . import verify
 from ._native import find_core
