@@ -22,10 +22,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type,
 from . import _protocol
 from ._call import Caller, InterruptHook, PendingCall
 from ._data import ActionResult, PngInfo
-from .app import App
 from .errors import EvidentError, SessionError, error_from_reply
 from .verification import Verification, verify_receipt
-from .windows import WindowHelpers
+from .windows import AppRef, WindowHelpers
 
 __all__ = ["Session", "MAX_ACTIONS_PER_BATCH", "MAX_ACTIONS_PER_SESSION"]
 
@@ -64,7 +63,7 @@ class Session:
 
     # -- begin ------------------------------------------------------------------------------
     @classmethod
-    def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[App, str], *,
+    def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[AppRef, str], *,
               attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> _S:
         """``begin``: takes the display's exclusive lock and captures the initial frame.
 

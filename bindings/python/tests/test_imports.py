@@ -204,8 +204,8 @@ LAYERS = [
     ["evident.errors"],
     ["evident._data", "evident._call"],             # value types; the Caller protocol
     ["evident.actions", "evident.windows"],          # builders and helpers
-    ["evident.app"],                                 # resources ...
-    ["evident.browser", "evident.session"],
+    ["evident.app", "evident.session"],              # resources ...
+    ["evident.browser"],
     ["evident.display"],                             # ... the one that makes the others
     ["evident.engine"],
     ["evident.client"],
@@ -220,6 +220,8 @@ def test_resources_sit_in_their_layers():
     assert wrong == []
     # the value types and the Caller know nothing of the resources or the engines
     assert graph["evident._data"] == {"evident.errors"} and graph["evident._call"] == set()
+    # a session names its app by app_id (windows.AppRef), it does not need the App class
+    assert "evident.app" not in graph["evident.session"]
 
 
 def test_every_module_imports_first_in_a_fresh_interpreter():
