@@ -226,23 +226,33 @@ def test_resources_sit_in_their_layers():
 
 def test_every_module_imports_first_in_a_fresh_interpreter():
     # No module depends on another having been imported before it (what a cycle resolved by
-    # import order would): each one is imported first, with every evident module forgotten.
+    # import order would): each one is imported first, with every evident module forgotten and
+    # the package's __init__ replaced by an empty shell (so it cannot import the others first);
+    # then the package itself.
     mods = sorted(m for m in _modules(Path(PACKAGE_DIR), "evident") if m != "evident")
     code = textwrap.dedent("""
-        import importlib, sys
-        for name in sys.argv[1:]:
+        import importlib, sys, types
+        pkg_dir, names = sys.argv[1], sys.argv[2:]
+        def forget():
             for m in [m for m in sys.modules if m == "evident" or m.startswith("evident.")]:
                 del sys.modules[m]
+        for name in names:
+            forget()
+            shell = types.ModuleType("evident")
+            shell.__path__ = [pkg_dir]
+            sys.modules["evident"] = shell
             importlib.import_module(name)
-        print("imported", len(sys.argv) - 1)
+        forget()
+        import evident
+        print("imported", len(names) + 1)
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(PACKAGE_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(
             os.pathsep) if p]))
-    r = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True,
-                       env=env, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code, PACKAGE_DIR, *mods], capture_output=True,
+                       text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == f"imported {len(mods)}"
+    assert r.stdout.strip() == f"imported {len(mods) + 1}"
 
 
 # -- the checker finds what it must ---------------------------------------------------------------
