@@ -1,7 +1,7 @@
 """Runs engine calls so that Ctrl-C stays responsive.
 
 The C++ call releases the GIL. When it is made from the main thread we run it on a worker thread
-and wait for it in short slices: a ``KeyboardInterrupt`` is then delivered to the caller promptly
+(reused across calls) and wait for it in short slices: a ``KeyboardInterrupt`` is then delivered to the caller promptly
 instead of after the whole batch. What happens to the interrupted request is documented in
 docs/python.md ("Ctrl-C"): the engine finishes input that is already in flight, releases every
 held key and button itself, and the Python side aborts the session (if any) as soon as the
@@ -13,10 +13,54 @@ never on :class:`evident.Engine` or on each other's modules (docs/python.md, "Pa
 """
 from __future__ import annotations
 
+import os
+import queue
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
 _SLICE_S = 0.05
+
+
+class _Workers:
+    """Threads that run main-thread calls, kept for reuse: starting a thread per call cost more
+    than a short engine call itself. A call is handed to an idle worker, or to a new one when all
+    are busy (an interrupted call keeps its worker until the engine returns), so no call ever
+    waits behind another."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = 0  # workers waiting on _jobs that no submit has claimed yet
+        self._jobs: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            claimed = self._idle > 0
+            if claimed:
+                self._idle -= 1
+        if claimed:
+            self._jobs.put(job)
+        else:
+            threading.Thread(target=self._serve, args=(job,), name="evident-call",
+                             daemon=True).start()
+
+    def _serve(self, job: Callable[[], None]) -> None:
+        while True:
+            job()
+            with self._lock:
+                self._idle += 1
+            job = self._jobs.get()
+
+
+_workers = _Workers()
+
+
+def _reset_after_fork() -> None:
+    # A forked child has none of the parent's threads: idle counts from the parent are lies.
+    global _workers
+    _workers = _Workers()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 class PendingCall:
@@ -102,10 +146,9 @@ def run_interruptible(fn: Callable[[str], str], text: str,
             if track is not None:
                 track(pending, False)
 
-    t = threading.Thread(target=worker, name="evident-call", daemon=True)
     try:
-        # start() is inside the try: Ctrl-C can land while it waits for the thread to run.
-        t.start()
+        # submit() is inside the try: Ctrl-C can land while it starts a worker.
+        _workers.submit(worker)
         while not pending.done.wait(_SLICE_S):
             pass
     except KeyboardInterrupt:

@@ -58,6 +58,7 @@ Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
   const std::int64_t settle_cap_ms = parsed->settle_cap_ms;
   const bool observe = parsed->observe;
 
+  executor.set_settle_tracking(settle_cap_ms > 0);
   Json results = Json::array();
   bool any_input = false;
   for (std::size_t i = 0; i < actions.size(); ++i) {

@@ -1,4 +1,5 @@
 #include <X11/XKBlib.h>
+#include <X11/Xlib-xcb.h>
 #include <X11/Xlib.h>
 #include <X11/Xproto.h>
 #include <X11/extensions/XTest.h>
@@ -14,6 +15,7 @@
 #include <bit>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -266,8 +268,7 @@ void InputDevice::fake_motion(int x, int y) {
   ++events_;
 }
 
-Status InputDevice::sync_checked(const char* what) {
-  XSync(dpy_, False);
+Status InputDevice::take_error(const char* what) {
   if (const int code = take_x_error(dpy_)) {
     return make_error("input-dispatch-failed",
                       std::string("X error ") + std::to_string(code) + " during " + what);
@@ -275,10 +276,30 @@ Status InputDevice::sync_checked(const char* what) {
   return ok_status();
 }
 
-Status InputDevice::move(int x, int y) {
+Status InputDevice::sync_checked(const char* what) {
+  XSync(dpy_, False);
+  return take_error(what);
+}
+
+Status InputDevice::finish_checked(const char* what, std::pair<int, int>* pointer_after) {
+  if (!pointer_after) return sync_checked(what);
+  // A reply comes after the server processed every earlier request, and the errors of those
+  // requests are read (and recorded by the error handler) before it: as exact as XSync.
+  Window root = 0, child = 0;
+  int rx = 0, ry = 0, wx = 0, wy = 0;
+  unsigned mask = 0;
+  const Bool same = XQueryPointer(dpy_, DefaultRootWindow(dpy_), &root, &child, &rx, &ry, &wx, &wy,
+                                  &mask);
+  EVIDENT_TRY(take_error(what));
+  if (!same) return make_error("input-dispatch-failed", "the pointer is not on the default screen");
+  *pointer_after = {rx, ry};
+  return ok_status();
+}
+
+Status InputDevice::move(int x, int y, std::pair<int, int>* pointer_after) {
   if (abandoned_) return display_gone();
   fake_motion(x, y);
-  return sync_checked("move");
+  return finish_checked("move", pointer_after);
 }
 
 Status InputDevice::button(int x, int y, int b, bool down) {
@@ -288,7 +309,7 @@ Status InputDevice::button(int x, int y, int b, bool down) {
   return sync_checked(down ? "button press" : "button release");
 }
 
-Status InputDevice::click(int x, int y, int b, int count) {
+Status InputDevice::click(int x, int y, int b, int count, std::pair<int, int>* pointer_after) {
   if (abandoned_) return display_gone();
   fake_motion(x, y);
   // Back to back in one request batch: the server stamps them within the same few ms, which
@@ -297,7 +318,7 @@ Status InputDevice::click(int x, int y, int b, int count) {
     fake_button(b, true);
     fake_button(b, false);
   }
-  return sync_checked("click");
+  return finish_checked("click", pointer_after);
 }
 
 Status InputDevice::scroll(int x, int y, int b, int amount) {
@@ -310,7 +331,7 @@ Status InputDevice::scroll(int x, int y, int b, int amount) {
   return sync_checked("scroll");
 }
 
-Status InputDevice::drag(int x0, int y0, int x1, int y1, int b) {
+Status InputDevice::drag(int x0, int y0, int x1, int y1, int b, std::pair<int, int>* pointer_after) {
   if (abandoned_) return display_gone();
   fake_motion(x0, y0);
   fake_button(b, true);
@@ -320,7 +341,7 @@ Status InputDevice::drag(int x0, int y0, int x1, int y1, int b) {
     fake_motion(x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps);
   }
   fake_button(b, false);
-  return sync_checked("drag");
+  return finish_checked("drag", pointer_after);
 }
 
 Result<std::pair<int, int>> InputDevice::pointer() {
@@ -579,27 +600,44 @@ Status InputDevice::release_chord(const KeyChord& chord) {
   return sync_checked("key release");
 }
 
+bool InputDevice::query_down(std::array<std::uint8_t, 32>* keys, unsigned* mask) {
+  // Both requests in one flush and both replies after one round trip (XCB on the Xlib
+  // connection; Xlib's buffered requests are flushed ahead of them, so the order holds).
+  xcb_connection_t* c = XGetXCBConnection(dpy_);
+  const xcb_query_keymap_cookie_t kc = xcb_query_keymap(c);
+  const xcb_query_pointer_cookie_t pc =
+      xcb_query_pointer(c, static_cast<xcb_window_t>(DefaultRootWindow(dpy_)));
+  std::unique_ptr<xcb_query_keymap_reply_t, decltype(&std::free)> kr(
+      xcb_query_keymap_reply(c, kc, nullptr), &std::free);
+  std::unique_ptr<xcb_query_pointer_reply_t, decltype(&std::free)> pr(
+      xcb_query_pointer_reply(c, pc, nullptr), &std::free);
+  if (!kr || !pr) return false;
+  std::copy(std::begin(kr->keys), std::end(kr->keys), keys->begin());
+  *mask = pr->mask;
+  return true;
+}
+
 Status InputDevice::release_all_checked() {
   if (abandoned_) return display_gone();
+  const bool releasing = !held_keys_.empty() || !held_buttons_.empty();
   for (unsigned kc : std::vector<unsigned>(held_keys_.begin(), held_keys_.end())) fake_key(kc, false);
   for (int b : std::vector<int>(held_buttons_.begin(), held_buttons_.end())) fake_button(b, false);
-  Status synced = sync_checked("release");
+  // Every earlier call ended with its own checked round trip, so only releases sent here can
+  // still have an error to read.
+  Status synced = releasing ? sync_checked("release") : ok_status();
   take_mapping_events();  // keeps the shared connection's queue bounded between calls
   int keys_down = 0;
   unsigned buttons = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    char keys[32] = {};
-    XQueryKeymap(dpy_, keys);
+    std::array<std::uint8_t, 32> keys{};
+    unsigned mask = 0;
+    if (!query_down(&keys, &mask)) return display_gone();
     keys_down = 0;
     std::vector<unsigned> down;
     for (int kc = 8; kc < 256; ++kc) {
       if (keys[kc / 8] & (1 << (kc % 8))) down.push_back(static_cast<unsigned>(kc));
     }
     keys_down = static_cast<int>(down.size());
-    Window root = 0, child = 0;
-    int rx = 0, ry = 0, wx = 0, wy = 0;
-    unsigned mask = 0;
-    XQueryPointer(dpy_, DefaultRootWindow(dpy_), &root, &child, &rx, &ry, &wx, &wy, &mask);
     buttons = mask & kButtonMasks;
     if (keys_down == 0 && buttons == 0) break;
     // Something is still down (held through another path): release it through XTest too.
@@ -620,8 +658,12 @@ Status InputDevice::release_all_checked() {
     restore_error_.reset();
     return e;
   }
-  if (!options_.defer_restore) return restore_keymap_checked();
-  if (keymap_dirty() && options_.on_keymap_left_dirty) options_.on_keymap_left_dirty();
+  if (!options_.defer_restore) {
+    EVIDENT_TRY(restore_keymap_checked());
+  } else if (keymap_dirty() && options_.on_keymap_left_dirty) {
+    options_.on_keymap_left_dirty();
+  }
+  clean_at_events_ = events_;
   return ok_status();
 }
 

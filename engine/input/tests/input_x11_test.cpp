@@ -106,6 +106,39 @@ TEST(InputX11, TkEntryReceivesAsciiAndShiftedExactlyAndKeymapIsUntouched) {
   EXPECT_TRUE(all_keys_up(s.dpy));
 }
 
+// Proves: the pointer answer that ends a click/move/drag is where the server put the pointer, an
+// X error during the events is still reported when that answer is the round trip, and
+// released_clean() says exactly whether a release check would repeat the last one.
+TEST(InputX11, PointerAnswerEndsTheCallAndCleanReleaseIsTracked) {
+  Session s;
+  ASSERT_TRUE(s.input);
+  EXPECT_FALSE(s.input->released_clean());  // no check yet
+  std::pair<int, int> p{-1, -1};
+  ASSERT_TRUE(s.input->click(37, 41, 1, 1, &p).ok());
+  EXPECT_EQ(p, std::make_pair(37, 41));
+  ASSERT_TRUE(s.input->move(5, 6, &p).ok());
+  EXPECT_EQ(p, std::make_pair(5, 6));
+  ASSERT_TRUE(s.input->drag(10, 10, 90, 70, 1, &p).ok());
+  EXPECT_EQ(p, std::make_pair(90, 70));
+  EXPECT_EQ(s.input->pointer().value(), std::make_pair(90, 70));
+  EXPECT_FALSE(s.input->released_clean());
+  ASSERT_TRUE(s.input->release_all_checked().ok());
+  EXPECT_TRUE(s.input->released_clean());
+  ASSERT_TRUE(s.input->move(1, 1).ok());
+  EXPECT_FALSE(s.input->released_clean());  // input since the check
+  ASSERT_TRUE(s.input->release_all_checked().ok());
+  EXPECT_TRUE(s.input->released_clean());
+  // Button 250 does not exist: the server answers the fake press with BadValue.
+  Status bad = s.input->click(3, 3, 250, 1, &p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, "input-dispatch-failed");
+  Status bad_sync = s.input->click(3, 3, 250, 1);
+  ASSERT_FALSE(bad_sync.ok());
+  EXPECT_EQ(bad_sync.error().code, "input-dispatch-failed");
+  EXPECT_TRUE(s.input->release_all_checked().ok());
+  EXPECT_TRUE(all_keys_up(s.dpy));
+}
+
 // Latin-1 outside the keymap, a dash, CJK, Hebrew, Arabic, and U+00A6 (broken bar: level 4 of
 // keycode 94 on the us map, Shift+AltGr) arrive exactly in a Tk Entry.
 TEST(InputX11, TkEntryReceivesUnicodeExactly) {

@@ -71,6 +71,10 @@ class ActionExecutor {
   std::uint64_t input_event_count();
   // steady_us() of the end of the last input action (the settle anchor); 0 if none.
   std::int64_t last_input_us() const { return last_input_us_; }
+  // Whether input actions reset the change watcher (the settle anchor: changes seen before the
+  // end of the last input do not count). On by default; a batch without settle turns it off and
+  // saves that round trip per input action.
+  void set_settle_tracking(bool on) { track_settle_ = on; }
   // Interrupts wait/hold_key in progress (they end early, hold_key releases); for cancel paths.
   void cancel();
 
@@ -84,6 +88,7 @@ class ActionExecutor {
   ExecutorContext ctx_;
   std::shared_ptr<InputDevice> input_;
   std::int64_t last_input_us_ = 0;
+  bool track_settle_ = true;
   std::mutex cancel_mu_;
   std::condition_variable cancel_cv_;
   bool cancelled_ = false;

@@ -7,6 +7,7 @@
 
 typedef struct _XDisplay Display;  // Xlib
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -76,13 +77,17 @@ class InputDevice {
   InputDevice(const InputDevice&) = delete;
   InputDevice& operator=(const InputDevice&) = delete;
 
-  // Each call below sends its events in one batch and ends with XSync, so when it returns the
-  // server has processed them. Errors: "input-dispatch-failed" (XTest refused or an X error).
-  Status move(int x, int y);
+  // Each call below sends its events in one batch and ends with a round trip, so when it returns
+  // the server has processed them. Errors: "input-dispatch-failed" (XTest refused or an X error).
+  // With `pointer_after`, that round trip is an XQueryPointer whose answer (the pointer on the
+  // root window after the events) is stored there: one round trip for input and its check.
+  Status move(int x, int y, std::pair<int, int>* pointer_after = nullptr);
   Status button(int x, int y, int button, bool down);  // moves first, then press or release
-  Status click(int x, int y, int button, int count);   // count 1..3, back to back = multi-click
+  // count 1..3, back to back = multi-click
+  Status click(int x, int y, int button, int count, std::pair<int, int>* pointer_after = nullptr);
   Status scroll(int x, int y, int button, int amount);  // button 4..7
-  Status drag(int x0, int y0, int x1, int y1, int button);
+  Status drag(int x0, int y0, int x1, int y1, int button,
+              std::pair<int, int>* pointer_after = nullptr);
   // Types code points ('\n' Return, '\t' Tab). Keymap characters use their keycode and level
   // modifiers (Shift, ISO_Level3_Shift); others go through spare keycodes (see docs/input.md).
   // Modifier and Caps Lock state are restored before returning. "input-dispatch-failed",
@@ -98,6 +103,9 @@ class InputDevice {
   // Releases every key and button held (by us, or found down on the server), then verifies with
   // XQueryKeymap and XQueryPointer. "input-release-failed".
   Status release_all_checked();
+  // True when the last release_all_checked() succeeded and no event was injected since: nothing
+  // of ours is held, so another check would find what that one found.
+  bool released_clean() const { return clean_at_events_ == events_; }
   // Waits for the keymap barrier, maps used spare keycodes back to their original keysyms and
   // verifies with XGetKeyboardMapping. "keymap-restore-failed".
   Status restore_keymap_checked();
@@ -129,6 +137,13 @@ class InputDevice {
   // Refreshes the index (two round trips) only when it is stale.
   Status ensure_keymap();
   Status sync_checked(const char* what);
+  // The round trip that ends an input call: XSync, or XQueryPointer into `pointer_after`.
+  Status finish_checked(const char* what, std::pair<int, int>* pointer_after);
+  // Turns an X error recorded on the connection since the last check into input-dispatch-failed.
+  Status take_error(const char* what);
+  // Keys down (XQueryKeymap) and the pointer's button mask (XQueryPointer) in one round trip;
+  // false when the connection gave no answer.
+  bool query_down(std::array<std::uint8_t, 32>* keys, unsigned* mask);
   void fake_key(unsigned keycode, bool down);
   void fake_button(int button, bool down);
   void fake_motion(int x, int y);
@@ -150,6 +165,7 @@ class InputDevice {
   std::unique_ptr<detail::RecordWatch> watch_;
   bool watch_tried_ = false;
   std::uint64_t events_ = 0;
+  std::uint64_t clean_at_events_ = ~std::uint64_t{0};  // events_ at the last clean release check
   std::uint64_t markers_ = 0;
   std::set<unsigned> held_keys_;
   std::set<int> held_buttons_;
