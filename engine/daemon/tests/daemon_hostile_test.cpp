@@ -159,19 +159,27 @@ TEST_F(DaemonHostileTest, DestroyDuringABatchFailsTheBatchAndFreesNothingInUse) 
     const std::string actions =
         round % 2 == 0 ? R"([{"type":"wait","ms":1500},{"type":"screenshot"}])"
                        : R"([{"type":"wait","ms":1500},{"type":"click","x":5,"y":5}])";
-    auto batch = std::async(std::launch::async, [&] {
-      return send("{\"op\":\"cu.actions\",\"args\":{" + ref + ",\"request\":{\"actions\":" +
-                  actions + ",\"observe\":\"pixels\",\"settle\":true}}}");
+    // The batch's request is on the socket before the first probe is sent; only its answer is
+    // awaited in the background.
+    const int batch_fd = testing::send_daemon_request(
+        daemon_->socket(), "{\"op\":\"cu.actions\",\"args\":{" + ref + ",\"request\":{\"actions\":" +
+                               actions + ",\"observe\":\"pixels\",\"settle\":true}}}");
+    ASSERT_GE(batch_fd, 0);
+    auto batch = std::async(std::launch::async, [batch_fd] {
+      auto parsed = parse_json_strict(testing::read_daemon_answer(batch_fd), 64 << 20, "answer",
+                                      kMaxResponseJsonDepth);
+      return parsed.ok() ? *parsed : Json();
     });
-    // The batch holds the display once a probe is refused display-busy.
+    // The batch holds the display once a probe is refused display-busy. Probed in the bounded
+    // wait's 5 ms steps, not back to back: a probe holds the display while it is answered, and a
+    // batch arriving then is refused display-busy itself (a round that is not counted).
     bool held = false;
-    for (int i = 0; i < 200 && !held; ++i) {
+    testing::wait_until([&] {
       Json probe = send("{\"op\":\"cu.actions\",\"args\":{" + ref +
                         ",\"request\":{\"actions\":[]}}}");
-      const std::string code = probe["error"].value("code", "");
-      if (code == "display-busy") held = true;
-      else if (batch.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) break;
-    }
+      held = probe["error"].value("code", "") == "display-busy";
+      return held || batch.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready;
+    }, 10000);
     Json destroyed = send("{\"op\":\"display.destroy\",\"args\":{" + ref + "}}");
     EXPECT_EQ(destroyed.value("ok", false), true) << destroyed.dump();
     Json answer = batch.get();

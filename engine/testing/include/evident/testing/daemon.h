@@ -105,11 +105,11 @@ inline int connect_unix(const std::string& socket_path) {
   return fd;
 }
 
-// Sends raw bytes as one request (then shuts down the write side) and returns the whole answer
-// ("" if the daemon cannot be reached or closes without one).
-inline std::string raw_daemon_request(const std::string& socket_path, const std::string& bytes) {
+// Sends raw bytes as one request and shuts down the write side; returns the connection (-1 if the
+// daemon cannot be reached), whose answer read_daemon_answer() reads.
+inline int send_daemon_request(const std::string& socket_path, const std::string& bytes) {
   int fd = connect_unix(socket_path);
-  if (fd < 0) return "";
+  if (fd < 0) return -1;
   std::size_t off = 0;
   while (off < bytes.size()) {
     ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
@@ -117,12 +117,24 @@ inline std::string raw_daemon_request(const std::string& socket_path, const std:
     off += static_cast<std::size_t>(n);
   }
   ::shutdown(fd, SHUT_WR);
+  return fd;
+}
+
+// The whole answer on a connection from send_daemon_request ("" if none); closes it.
+inline std::string read_daemon_answer(int fd) {
+  if (fd < 0) return "";
   std::string out;
   char buf[4096];
   ssize_t n;
   while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
+}
+
+// Sends raw bytes as one request (then shuts down the write side) and returns the whole answer
+// ("" if the daemon cannot be reached or closes without one).
+inline std::string raw_daemon_request(const std::string& socket_path, const std::string& bytes) {
+  return read_daemon_answer(send_daemon_request(socket_path, bytes));
 }
 
 }  // namespace evident::testing
