@@ -1,4 +1,4 @@
-"""Windows and waits without input (docs/windows.md, docs/windows.md).
+"""Windows and waits without input (docs/windows.md).
 
 ``Display`` inherits :class:`WindowHelpers`: ``display.windows()``, ``display.wait_window(...)``,
 ``display.capture_window(...)``, ``display.focus_window(...)``, ``display.env()``,
@@ -7,7 +7,7 @@
 ``evident wait ...``).
 
 Waits report which outcome they reached. By default a wait that times out raises
-:class:`WaitTimeout` (an ``EvidentError`` with code ``wait-timeout`` that is also an
+:class:`WaitTimeout` (a ``DisplayError`` with code ``wait-timeout`` that is also an
 ``AssertionError``, so pytest shows it as a failed expectation) carrying the engine's result;
 pass ``raise_on_timeout=False`` to get the result back instead.
 """
@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from ._call import Caller
 from ._data import Png, PngInfo, Region, WaitResult, Window
-from .errors import DisplayError, EvidentError
+from .errors import DisplayError
 
 __all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region", "AppRef"]
 
@@ -32,11 +32,10 @@ class AppRef(Protocol):
     def app_id(self) -> str: ...
 
 
-class WaitTimeout(EvidentError, AssertionError):
-    """A wait ended with outcome ``timeout`` (code ``wait-timeout``); ``result`` is the
+class WaitTimeout(DisplayError, AssertionError):
+    """A wait ended with outcome ``timeout`` (code ``wait-timeout``, family ``display``); also
+    an ``AssertionError``, so pytest shows it as a failed expectation. ``result`` is the
     :class:`WaitResult` (``None`` after unpickling)."""
-
-    family = "display"
 
     def __init__(self, code: str, message: str = "", retryable: bool = True,
                  result: Optional[WaitResult] = None) -> None:
