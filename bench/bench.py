@@ -1581,6 +1581,15 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
         ("verify_inprocess", row_verify_inprocess), ("report_cli", row_report_cli),
         ("report_render", row_report_render), ("daemon_memory", row_memory)]
 
+# Rounds (full runs only): each row runs ROUNDS times with its samples split between the rounds,
+# so evident and its peers alternate round by round and a load swing on this shared machine hits
+# both. When the rounds disagree on the verdict (the row sits near its bound), EXTRA_ROUNDS more
+# are run. The verdict is the median round's (ordered by the quantity the target bounds); the
+# JSON keeps every round and the spread. Rows that measure no time (memory) run once.
+ROUNDS, EXTRA_ROUNDS = 3, 2
+SINGLE_ROUND = {"daemon_memory"}
+RATIO_JUDGED = {"display_create"}  # ordered by ratio to the peer; the others by evident's median
+
 RUNS = {  # (full, quick)
     "display_create": (20, 2), "click": (200, 5), "type_ascii": (30, 2), "type_unicode": (20, 2),
     "screenshot": (20, 2), "settle": (15, 2), "session": (9, 1), "verify_cli": (50, 3),
@@ -1703,6 +1712,112 @@ def machine():
             "cpu": cpu, "cpus": os.cpu_count(), "os": osr, "kernel": platform.release()}
 
 
+def write_json(path, doc):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def run_row(rid, fn, h, ev, n):
+    """One round of one row; a harness failure is a row, not a crash."""
+    t0 = time.monotonic()
+    try:
+        row = fn(h, ev, n)
+    except Unavailable as e:
+        row = make_row(rid, rid, "-", [], unavailable(str(e)), None, None)
+    except (BenchError, subprocess.SubprocessError, OSError) as e:
+        row = make_row(rid, rid, "-", [], unavailable("harness error: %s" % e), None, None)
+        row["status"] = "error"
+    row["seconds"] = time.monotonic() - t0
+    return row
+
+
+def round_key(row):
+    """The quantity a row's target bounds, for ordering its rounds (lower is better)."""
+    if row["id"] in RATIO_JUDGED and row.get("ratio_permille") is not None:
+        return row["ratio_permille"]
+    return row["evident"].get("median_us") or 0
+
+
+def combine_rounds(rounds):
+    """The row of the median round, with every round's numbers, their spread and the votes."""
+    timed = [r for r in rounds if r["status"] in ("pass", "fail")]
+    if len(timed) < len(rounds):  # a round that could not measure decides: say so
+        row = dict(next(r for r in rounds if r["status"] not in ("pass", "fail")))
+    else:
+        row = dict(sorted(rounds, key=round_key)[len(rounds) // 2])
+        bad = next((i for i, r in enumerate(rounds) if not r["delivery_ok"]), None)
+        if bad is not None and row["delivery_ok"]:
+            row.update(status="fail", delivery_ok=False,
+                       why="delivery/correctness check failed in round %d: %s" % (
+                           bad + 1, rounds[bad]["evident"].get("check", {}).get("detail", "")))
+
+    def ref_median(r):
+        p = next((p for p in r["peers"] if p["name"] == r.get("reference_peer")), None)
+        return p["median_us"] if p else None
+    per = [{"status": r["status"], "evident_median_us": r["evident"].get("median_us"),
+            "reference_median_us": ref_median(r), "ratio_permille": r.get("ratio_permille")}
+           for r in rounds]
+    med = [x["evident_median_us"] for x in per if x["evident_median_us"] is not None]
+    rat = [x["ratio_permille"] for x in per if x["ratio_permille"] is not None]
+    row["rounds"] = per
+    row["spread"] = {"evident_median_us": [min(med), max(med)] if med else None,
+                     "ratio_permille": [min(rat), max(rat)] if rat else None}
+    row["verdict_votes"] = {s: sum(1 for x in per if x["status"] == s) for s in ("pass", "fail")}
+    row["seconds"] = int(round(sum(r["seconds"] for r in rounds)))
+    return row
+
+
+def run_once(h, ev, only, quick):
+    """One full benchmark run: every selected row, in rounds unless quick."""
+    rows = []
+    for rid, fn in ROWS:
+        if only and rid not in only:
+            continue
+        n = RUNS[rid][1 if quick else 0]
+        k = 1 if quick or rid in SINGLE_ROUND else ROUNDS
+        per = max(1, n // k)
+        rounds = [run_row(rid, fn, h, ev, per) for _ in range(k)]
+        if k > 1 and len({r["status"] for r in rounds}) > 1:
+            rounds += [run_row(rid, fn, h, ev, per) for _ in range(EXTRA_ROUNDS)]
+        row = combine_rounds(rounds) if k > 1 else dict(rounds[0], seconds=int(round(
+            rounds[0]["seconds"])))
+        rows.append(row)
+        spread = row.get("spread", {}).get("evident_median_us")
+        print("bench: %-15s %-13s (%d s, %d round%s%s)" % (
+            rid, row["status"], row["seconds"], len(rounds), "" if len(rounds) == 1 else "s",
+            "" if not spread else ", evident %s..%s" % (fmt_us(spread[0]), fmt_us(spread[1]))),
+            file=sys.stderr, flush=True)
+    return rows
+
+
+def stability(docs):
+    """Each row's verdict in each of several consecutive full runs, and whether it held."""
+    ids = [r["id"] for r in docs[0]["rows"]]
+    rows = {}
+    for rid in ids:
+        verdicts = [next((r["status"] for r in d["rows"] if r["id"] == rid), None) for d in docs]
+        rows[rid] = {"verdicts": verdicts, "held": len(set(verdicts)) == 1,
+                     "evident_median_us": [next((r["evident"].get("median_us")
+                                                 for r in d["rows"] if r["id"] == rid), None)
+                                           for d in docs]}
+    return {"runs": len(docs), "dates": [d["date"] for d in docs],
+            "loadavg": [[d["loadavg_start"], d["loadavg_end"]] for d in docs],
+            "rows": rows, "all_held": all(v["held"] for v in rows.values())}
+
+
+def stability_markdown(st):
+    out = ["| row | " + " | ".join("run %d" % (i + 1) for i in range(st["runs"])) +
+           " | evident medians | verdict held |",
+           "|---|" + "---|" * st["runs"] + "---|---|"]
+    for rid, v in st["rows"].items():
+        out.append("| %s | %s | %s | %s |" % (
+            rid, " | ".join(x or "-" for x in v["verdicts"]),
+            ", ".join(fmt_us(m) for m in v["evident_median_us"]), "yes" if v["held"] else "**no**"))
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="few iterations (smoke test, < 60 s)")
@@ -1714,7 +1829,13 @@ def main(argv=None):
                     help="build dir(s) holding evident's binaries (default: $EVIDENT_BUILD, build)")
     ap.add_argument("--only", default="", help="comma-separated row ids")
     ap.add_argument("--markdown", help="also write the tables as Markdown to this path")
+    ap.add_argument("--consecutive", type=int, default=1, metavar="K",
+                    help="K consecutive full runs; writes each run's JSON next to --out "
+                         "(NAME.runI.json), the last one to --out, and whether every row's "
+                         "verdict held across them to NAME.stability.json")
     args = ap.parse_args(argv)
+    if not 1 <= args.consecutive <= 10:
+        ap.error("--consecutive takes 1..10")
     builds = [os.path.abspath(b) for b in args.build] or \
         [os.path.join(ROOT, os.environ.get("EVIDENT_BUILD", "build"))]
     ev = Evident(builds)
@@ -1728,43 +1849,35 @@ def main(argv=None):
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    rows = []
-    t_start = time.monotonic()
-    load_start = loadavg()
+    docs = []
     try:
-        for rid, fn in ROWS:
-            if only and rid not in only:
-                continue
-            n = RUNS[rid][1 if args.quick else 0]
-            t0 = time.monotonic()
-            try:
-                row = fn(h, ev, n)
-            except Unavailable as e:
-                row = make_row(rid, rid, "-", [], unavailable(str(e)), None, None)
-            except (BenchError, subprocess.SubprocessError, OSError) as e:
-                row = make_row(rid, rid, "-", [], unavailable("harness error: %s" % e), None,
-                               None)
-                row["status"] = "error"
-            row["seconds"] = int(round(time.monotonic() - t0))
-            rows.append(row)
-            print("bench: %-15s %-13s (%d s)" % (rid, row["status"], row["seconds"]),
-                  file=sys.stderr, flush=True)
+        for i in range(args.consecutive):
+            t_start = time.monotonic()
+            load_start = loadavg()
+            rows = run_once(h, ev, only, args.quick)
+            doc = {"schema": SCHEMA, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "quick": args.quick, "machine": machine(), "build_dirs": ev.build_dirs,
+                   "seconds": int(round(time.monotonic() - t_start)),
+                   "loadavg_start": load_start, "loadavg_end": loadavg(), "rows": rows,
+                   "summary": {s: sum(1 for r in rows if r["status"] == s)
+                               for s in ("pass", "fail", "not_available", "error")}}
+            docs.append(no_floats(doc))
+            if args.consecutive > 1:
+                write_json(os.path.splitext(args.out)[0] + ".run%d.json" % (i + 1), docs[-1])
     finally:
         h.close()
-    doc = {"schema": SCHEMA, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "quick": args.quick, "machine": machine(), "build_dirs": ev.build_dirs,
-           "seconds": int(round(time.monotonic() - t_start)),
-           "loadavg_start": load_start, "loadavg_end": loadavg(), "rows": rows,
-           "summary": {s: sum(1 for r in rows if r["status"] == s)
-                       for s in ("pass", "fail", "not_available", "error")}}
-    doc = no_floats(doc)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+    doc = docs[-1]
+    write_json(args.out, doc)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write(markdown(doc))
+    if args.consecutive > 1:
+        st = stability(docs)
+        write_json(os.path.splitext(args.out)[0] + ".stability.json", st)
+        print(stability_markdown(st))
+        if args.markdown:
+            with open(args.markdown, "a", encoding="utf-8") as f:
+                f.write("\n" + stability_markdown(st))
     print(table(rows))
     print("load average (1/5/15 min) at start %s, at end %s" % (doc["loadavg_start"],
                                                                doc["loadavg_end"]))

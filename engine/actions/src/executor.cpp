@@ -107,6 +107,11 @@ ActionResult ActionExecutor::execute(const Action& action, int index) {
   r.index = index;
   r.type = action.type;
   r.input = action.input();
+  if (!r.input) {
+    // Time passed without input (wait, screenshot, ...): the release check asks the server.
+    std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+    input_->forget_down_state();
+  }
   if (r.input) {
     // The settle anchor: changes seen before the end of the last input action do not count.
     last_input_us_ = steady_us();

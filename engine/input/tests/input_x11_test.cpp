@@ -14,6 +14,7 @@
 #include "evident/testing/xvfb.h"  // includes Xlib last
 #define Status int  // Xlib's Status, which xvfb.h #undef'd for evident::Status
 #include <X11/XKBlib.h>
+#include <X11/extensions/XTest.h>
 #undef Status
 
 
@@ -137,6 +138,37 @@ TEST(InputX11, PointerAnswerEndsTheCallAndCleanReleaseIsTracked) {
   EXPECT_EQ(bad_sync.error().code, "input-dispatch-failed");
   EXPECT_TRUE(s.input->release_all_checked().ok());
   EXPECT_TRUE(all_keys_up(s.dpy));
+}
+
+// Proves: the keys and buttons observed in the click's own round trip are what the release check
+// uses, so a key another client holds down then is still found and released, and a button held
+// across the check (time passed: forget_down_state) is found by a fresh query.
+TEST(InputX11, ReleaseCheckFromTheClicksRoundTripStillFindsWhatIsDown) {
+  Session s;
+  ASSERT_TRUE(s.input);
+  ::Display* other = s.xvfb.open();
+  ASSERT_NE(other, nullptr);
+  const KeyCode kc = XKeysymToKeycode(other, XStringToKeysym("b"));
+  ASSERT_NE(kc, 0);
+  XTestFakeKeyEvent(other, kc, True, CurrentTime);  // held by another client
+  XSync(other, False);
+  std::pair<int, int> p;
+  ASSERT_TRUE(s.input->click(20, 20, 1, 1, &p).ok());
+  EXPECT_FALSE(all_keys_up(s.dpy));
+  ASSERT_TRUE(s.input->release_all_checked().ok());  // found in the click's answer, released
+  EXPECT_TRUE(all_keys_up(s.dpy));
+
+  ASSERT_TRUE(s.input->click(30, 30, 1, 1, &p).ok());
+  XTestFakeButtonEvent(other, 1, True, CurrentTime);  // pressed after the click's answer
+  XSync(other, False);
+  s.input->forget_down_state();                       // as the executor does after a wait
+  ASSERT_TRUE(s.input->release_all_checked().ok());   // a fresh query finds and releases it
+  Window root = 0, child = 0;
+  int rx = 0, ry = 0, wx = 0, wy = 0;
+  unsigned mask = 0;
+  XQueryPointer(s.dpy, DefaultRootWindow(s.dpy), &root, &child, &rx, &ry, &wx, &wy, &mask);
+  EXPECT_EQ(mask & (Button1Mask | Button2Mask | Button3Mask), 0u);
+  XCloseDisplay(other);
 }
 
 // Latin-1 outside the keymap, a dash, CJK, Hebrew, Arabic, and U+00A6 (broken bar: level 4 of

@@ -103,6 +103,9 @@ class InputDevice {
   // Releases every key and button held (by us, or found down on the server), then verifies with
   // XQueryKeymap and XQueryPointer. "input-release-failed".
   Status release_all_checked();
+  // Forgets the keys/buttons observed at the end of the last input call (see finish_checked):
+  // after time passed without input, the release check queries the server again.
+  void forget_down_state() { down_after_.reset(); }
   // True when the last release_all_checked() succeeded and no event was injected since: nothing
   // of ours is held, so another check would find what that one found.
   bool released_clean() const { return clean_at_events_ == events_; }
@@ -166,6 +169,14 @@ class InputDevice {
   bool watch_tried_ = false;
   std::uint64_t events_ = 0;
   std::uint64_t clean_at_events_ = ~std::uint64_t{0};  // events_ at the last clean release check
+  // Keys down and the pointer's button mask observed in the round trip that ended the last input
+  // call with a pointer check, and events_ then; used once by the next release check.
+  struct DownState {
+    std::uint64_t at_events = 0;
+    std::array<std::uint8_t, 32> keys{};
+    unsigned mask = 0;
+  };
+  std::optional<DownState> down_after_;
   std::uint64_t markers_ = 0;
   std::set<unsigned> held_keys_;
   std::set<int> held_buttons_;
