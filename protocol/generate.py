@@ -140,6 +140,10 @@ def check(doc: Dict[str, Any]) -> None:
                 raise ProtocolError(f"session.ops.{op}: unknown phase {p!r}")
         if spec["next"] is not None and spec["next"] not in phases:
             raise ProtocolError(f"session.ops.{op}: unknown next phase {spec['next']!r}")
+        if "on_failure" not in spec:
+            raise ProtocolError(f"session.ops.{op}: on_failure is required (a phase, or null)")
+        if spec["on_failure"] is not None and spec["on_failure"] not in phases:
+            raise ProtocolError(f"session.ops.{op}: unknown on_failure phase {spec['on_failure']!r}")
     for key in ("forbidden_actions_error", "action_error"):
         if s[key] not in errors:
             raise ProtocolError(f"session.{key}: undeclared error code {s[key]!r}")
@@ -207,6 +211,7 @@ def gen_cxx(doc: Dict[str, Any]) -> str:
     w("#pragma once")
     w("")
     w("#include <cstdint>")
+    w("#include <optional>")
     w("#include <string_view>")
     w("")
     w("namespace evident::protocol {")
@@ -294,12 +299,17 @@ def gen_cxx(doc: Dict[str, Any]) -> str:
     w("  return false;")
     w("}")
     w("constexpr std::uint32_t phase_bit(SessionPhase p) { return 1u << static_cast<int>(p); }")
-    w("// One row per op: the phases it may run in (a bit set; all phases for status), the phase it")
-    w("// leads to on success (itself when it stays), whether it is bound to phases at all.")
+    w("// The transition table, one row per op: the phases it may run in (a bit set; all phases for")
+    w("// status), the phase it leads to when it succeeds and when its work fails (nullopt: the phase")
+    w("// does not change; for begin: no session is left), whether it carries and checks `sequence`")
+    w("// and whether a success advances it. A request refused before its work starts never changes")
+    w("// the phase (docs/sessions.md, \"The state machine\").")
     w("struct SessionOpInfo {")
     w("  std::string_view name;")
-    w("  std::uint32_t allowed_phases;  // 0: not phase-bound (begin)")
-    w("  SessionPhase next;")
+    w("  std::uint32_t allowed_phases;  // 0: not addressed to a session (begin)")
+    w("  std::optional<SessionPhase> next;")
+    w("  std::optional<SessionPhase> on_failure;")
+    w("  bool checks_sequence;")
     w("  bool advances_sequence;")
     w("};")
     w("inline constexpr SessionOpInfo kSessionOps[] = {")
@@ -311,8 +321,10 @@ def gen_cxx(doc: Dict[str, Any]) -> str:
             bits = " | ".join(f"phase_bit(SessionPhase::k{camel(p)})" for p in spec["phases"])
         else:
             bits = "0"
-        nxt = spec["next"] or "stage"
-        w(f"    {{{cxx_str(op)}, {bits}, SessionPhase::k{camel(nxt)}, "
+        def phase_or_null(p: Any) -> str:
+            return f"SessionPhase::k{camel(p)}" if p is not None else "std::nullopt"
+        w(f"    {{{cxx_str(op)}, {bits}, {phase_or_null(spec['next'])}, "
+          f"{phase_or_null(spec['on_failure'])}, {'true' if 'sequence' in spec['fields'] else 'false'}, "
           f"{'true' if spec['sequence'] == 'advances' else 'false'}}},")
     w("};")
     w("")
@@ -502,14 +514,16 @@ def table_actions(doc: Dict[str, Any]) -> str:
 
 def table_session_ops(doc: Dict[str, Any]) -> str:
     s = doc["session"]
-    o = ["| op | fields | allowed in phase | leads to | `sequence` |", "|---|---|---|---|---|"]
+    o = ["| op | fields | allowed in phase | leads to | when its work fails | `sequence` |",
+         "|---|---|---|---|---|---|"]
     for op, spec in s["ops"].items():
         ph = ("any (also ended)" if spec["phases"] == ["*"] else
               ", ".join(spec["phases"]) if spec["phases"] else "—")
         if spec["phases"] == ["stage", "frozen", "observed", "finished"]:
             ph = "any live phase"
+        failure = spec["on_failure"] or ("no session" if not spec["phases"] else "(unchanged)")
         o.append(f"| `{op}` | {md(fields_md(doc, spec['fields']))} | {ph} | {spec['next'] or '(unchanged)'} | "
-                 f"{md(spec['sequence'])} |")
+                 f"{failure} | {md(spec['sequence'])} |")
     o.append("")
     o.append("| phase | live | meaning |")
     o.append("|---|---|---|")
