@@ -1,40 +1,30 @@
 #include "evident/session/request.h"
 
+#include "evident/session/machine.h"
+
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
 
 namespace evident {
 
-const char* to_string(SessionOp op) {
-  switch (op) {
-    case SessionOp::kBegin: return "begin";
-    case SessionOp::kActions: return "actions";
-    case SessionOp::kFreeze: return "freeze";
-    case SessionOp::kObserve: return "observe";
-    case SessionOp::kFinish: return "finish";
-    case SessionOp::kClose: return "close";
-    case SessionOp::kAbort: return "abort";
-    case SessionOp::kStatus: return "status";
-  }
-  return "?";
-}
+// Op names come from the transition table (protocol/evident.json, machine.h).
+const char* to_string(SessionOp op) { return op_row(op).name.data(); }
 
 namespace {
 
 constexpr const char* kCommand = "session-command";
 
 Result<SessionOp> op_from(const std::string& name) {
-  static const std::pair<const char*, SessionOp> kOps[] = {
-      {"begin", SessionOp::kBegin},     {"actions", SessionOp::kActions},
-      {"freeze", SessionOp::kFreeze},   {"observe", SessionOp::kObserve},
-      {"finish", SessionOp::kFinish},   {"close", SessionOp::kClose},
-      {"abort", SessionOp::kAbort},     {"status", SessionOp::kStatus}};
-  for (const auto& [n, op] : kOps) {
-    if (name == n) return op;
+  for (std::size_t i = 0; i < kSessionOpCount; ++i) {
+    if (name == protocol::kSessionOps[i].name) return static_cast<SessionOp>(i);
   }
-  return make_error(kCommand,
-                    "session request: unknown op (expected begin, actions, freeze, observe, "
-                    "finish, close, abort or status)");
+  // "expected begin, actions, ... or status", in the table's order.
+  std::string expected;
+  for (std::size_t i = 0; i < kSessionOpCount; ++i) {
+    if (i > 0) expected += i + 1 == kSessionOpCount ? " or " : ", ";
+    expected += protocol::kSessionOps[i].name;
+  }
+  return make_error(kCommand, "session request: unknown op (expected " + expected + ")");
 }
 
 // Writes the first error of `r` into `err` and reports whether it was ok.

@@ -1,22 +1,33 @@
-// The session protocol state machine (contract §5, docs/sessions.md): phases, exact sequences,
-// actor binding, limits, deadlines, expiry, frames and the receipt. Pure logic over a
+// The session protocol state machine (docs/protocol.md §5, docs/sessions.md): phases, exact
+// sequences, actor binding, limits, deadlines, expiry, frames and the receipt. Pure logic over a
 // SessionBackend and a Clock, so unit tests drive it with fakes and expire sessions without
 // waiting.
+//
+// Shape (docs/sessions.md "The state machine"): the phases and the transition table come from
+// the protocol file (machine.h); dispatch() applies the checks every addressed op shares (lookup,
+// phase gate, busy, sequence, phase) in one place; each op has one handler row (kHandlers:
+// a read, admit and/or run function); every ending goes through end_session(); every deadline
+// and retention time through due_at(). A new op is a protocol entry, a SessionOp, a parser case
+// and a handler row; a new phase is a protocol entry and its phase_gate() case.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "evident/core/clock.h"
 #include "evident/core/json.h"
 #include "evident/session/backend.h"
+#include "evident/session/machine.h"
 #include "evident/session/request.h"
 
 namespace evident {
@@ -78,19 +89,79 @@ class SessionManager {
   bool wait_ended(const std::string& session_id, std::int64_t timeout_ms);
 
   std::size_t live_count() const;
-  // Whether `display_id` is held by a live session (so `cu actions` can be refused).
-  bool display_in_session(std::int64_t display_id) const;
+
+  // Whether every op of the transition table has exactly one handler row, in op order, of the
+  // kind its row needs (read-only ops a read function, the others a run function). Empty when
+  // so; otherwise what is wrong (tests; the tables are fixed at compile time).
+  static std::string handler_table_problems();
 
   struct Record;
 
  private:
+  // One request on its way through dispatch() and its handler.
+  struct Call {
+    const Json& actor;
+    const SessionRequest& req;
+    const SessionOpRow& row;
+    std::shared_ptr<Record> r;  // the addressed session (begin: the one it creates)
+    std::vector<Action> batch;  // actions: the batch admit validated, for run
+  };
+  // Why the work of an op failed: the end reason and the error the caller gets.
+  struct Failure {
+    std::string reason;
+    Error error;
+  };
+  // One row per op, in SessionOp order. `read`: read-only ops, under mu_, in every phase the
+  // row allows (also while another request runs). `admit`: under mu_ after the shared checks,
+  // before the session is marked busy; a refusal changes nothing. `run`: without mu_, with the
+  // session busy (begin: before any session exists); it ends with advance(), refuse(), fail()
+  // or end_session().
+  struct OpHandler {
+    SessionOp op;
+    Json (SessionManager::*read)(Call&);
+    std::optional<Error> (SessionManager::*admit)(Call&);
+    Json (SessionManager::*run)(Call&);
+  };
+  static const OpHandler kHandlers[];
+
   Json dispatch(const Json& actor, const SessionRequest& req);
-  Json begin(const Json& actor, const SessionRequest& req);
-  Json continue_op(const Json& actor, const SessionRequest& req);
-  void log_end(const Record& r, const std::string& outcome);
-  void end_record(const std::shared_ptr<Record>& r, const std::string& phase,
-                  const std::string& reason, const Error* error);
+
+  // The handlers (docs/sessions.md §2 says what each does).
+  Json run_begin(Call& c);
+  std::optional<Error> admit_actions(Call& c);
+  Json run_actions(Call& c);
+  Json run_freeze(Call& c);
+  Json run_observe(Call& c);
+  std::optional<Error> admit_finish(Call& c);
+  Json run_finish(Call& c);
+  Json run_close(Call& c);
+  Json run_abort(Call& c);
+  Json read_status(Call& c);
+
+  // How a run handler ends. advance(): the work succeeded; `apply` records its results, the
+  // phase becomes row.next and a row that advances the sequence advances it (under mu_).
+  // refuse(): nothing changed, the session stays as it was. fail(): the work failed; the
+  // session ends in row.on_failure with `f`.
+  Json advance(Call& c, const std::function<void(Record&)>& apply);
+  Json refuse(Call& c, const Error& e);
+  Json fail(Call& c, const Failure& f);
+  // The one ending of every session (close, abort, failures, expiry, shutdown). Called without
+  // mu_, with the record busy: cleanup (unless the handler already ran it), one run-log entry
+  // (unless the close's seal wrote it), then under mu_ the final phase, reason and errors; only
+  // a closed session keeps its receipt. A cleanup failure here is reported beside the reason.
+  void end_session(Record& r, Phase final_phase, const std::string& reason, const Error* error = nullptr);
+  // Releases held input, gives the display back, forgets the commitments, removes the scratch.
+  // Runs once per session; later calls return ok.
   Status cleanup(Record& r);
+  void log_end(const Record& r, Phase outcome);
+  // Shared by the handlers: is the display alive and the app running; a fresh frame, written.
+  std::optional<Failure> check_alive(Record& r);
+  std::optional<Failure> capture_frame(Record& r, Json* info, std::string* sha256);
+
+  // The one deadline computation: when `r` is due (a live session's deadline, an ended record's
+  // retention end), or nullopt while a request runs on it or begin sets it up. Under mu_.
+  std::optional<std::int64_t> due_at(const Record& r) const;
+  std::int64_t next_due_locked() const;
   std::size_t expire_due_locked(std::unique_lock<std::mutex>& lock);
   std::int64_t now_ms() const { return clock_->monotonic_ms(); }
   // Wall time of a session event: the wall clock read once at begin plus monotonic time since,
