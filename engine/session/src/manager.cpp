@@ -339,8 +339,14 @@ void SessionManager::end_session(Record& r, Phase final_phase, const std::string
   Status st = cleanup(r);
   if (!r.end_logged) log_end(r, final_phase);
   r.end_logged = true;
+  // Only a closed session keeps its receipt. receipt.json is written only at close, so for
+  // every other ending there is none, except when close itself failed after writing it (the
+  // write, or the signing): then it and its envelope are withdrawn here.
+  if (final_phase != Phase::kClosed && !r.evidence_dir.empty()) {
+    ::unlink((r.evidence_dir + "/" + std::string(kReceiptFileName)).c_str());
+    ::unlink((r.evidence_dir + "/" + std::string(kEnvelopeFileName)).c_str());
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  // Only a closed session keeps its receipt (receipt.json is written only at close).
   if (final_phase != Phase::kClosed) r.receipt = nullptr;
   r.phase = final_phase;
   r.end_reason = reason;
@@ -636,8 +642,7 @@ Json SessionManager::run_close(Call& c) {
   // written is never there.
   const std::string receipt_path = r.evidence_dir + "/" + std::string(kReceiptFileName);
   if (Status w = write_receipt_atomic(r.evidence_dir, r.receipt); !w) {
-    ::unlink(receipt_path.c_str());
-    end_session(r, failed, "evidence-write-failed", &w.error());
+    end_session(r, failed, "evidence-write-failed", &w.error());  // removes a partial receipt.json
     return error_json(make_error(w.error().code, w.error().message + "; no receipt was kept"));
   }
   sync_dir_fs(r.evidence_dir);
@@ -658,9 +663,7 @@ Json SessionManager::run_close(Call& c) {
     commitments.clear();
     if (!seal) {
       remove_session_commitments(state, r.id);
-      ::unlink(receipt_path.c_str());
-      ::unlink((r.evidence_dir + "/" + std::string(kEnvelopeFileName)).c_str());
-      end_session(r, failed, "sign-failed", &seal.error());
+      end_session(r, failed, "sign-failed", &seal.error());  // withdraws receipt.json and its envelope
       return error_json(make_error(seal.error().code, seal.error().message + "; the receipt was withdrawn"));
     }
     sealed = *seal;

@@ -147,8 +147,10 @@ class SessionManager {
   Json fail(Call& c, const Failure& f);
   // The one ending of every session (close, abort, failures, expiry, shutdown). Called without
   // mu_, with the record busy: cleanup (unless the handler already ran it), one run-log entry
-  // (unless the close's seal wrote it), then under mu_ the final phase, reason and errors; only
-  // a closed session keeps its receipt. A cleanup failure here is reported beside the reason.
+  // (unless the close's seal wrote it), then under mu_ the final phase, reason and errors. Only
+  // a closed session keeps its receipt: for any other ending the receipt is dropped and a
+  // receipt.json / receipt.dsse.json a failed close wrote is removed. A cleanup failure here is
+  // reported beside the reason.
   void end_session(Record& r, Phase final_phase, const std::string& reason, const Error* error = nullptr);
   // Releases held input, gives the display back, forgets the commitments, removes the scratch.
   // Runs once per session; later calls return ok.
