@@ -114,7 +114,6 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'app-not-found': ErrorInfo('app', False, False),
     'app-window-timeout': ErrorInfo('app', True, False),
     'display-args': ErrorInfo('display', False, False),
-    'display-auth-invalid': ErrorInfo('display', False, False),
     'display-dead': ErrorInfo('display', False, False),
     'display-generation-mismatch': ErrorInfo('display', False, False),
     'display-limit': ErrorInfo('display', True, False),

@@ -122,6 +122,11 @@ Status validate_display_options(const DisplayOptions& o) {
   return {};
 }
 
+Error display_dead_error() {
+  return make_error("display-dead", "the display's X server is no longer running (or its "
+                                    "connection broke); destroy the display and create a new one");
+}
+
 bool is_generation_token(const std::string& s) {
   return s.size() == 36 && s.compare(0, 4, "gen-") == 0 && is_lower_hex(s.substr(4), 32);
 }
@@ -625,6 +630,14 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::get(int id, const std::str
   return it->second;
 }
 
+Result<std::shared_ptr<OwnedDisplay>> DisplayManager::get_live(int id,
+                                                              const std::string& generation) {
+  auto d = get(id, generation);
+  if (!d.ok()) return d.error();
+  if (!(*d)->alive()) return display_dead_error();
+  return d;
+}
+
 Result<DisplayStatus> DisplayManager::status(int id, const std::string& generation) {
   auto got = get(id, generation);
   if (!got.ok()) return got.error();
@@ -642,8 +655,8 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
       l = {"authority", "blocked", "the auth file is not a 0600 file of ours", recreate};
     } else {
       auto bytes = read_file(d.auth_file_, 4096);
-      auto cookie = bytes.ok() ? decode_xauth_cookie(*bytes) : Result<Cookie>(bytes.error());
-      if (!cookie.ok() || *cookie != d.cookie_) {
+      auto cookie = bytes.ok() ? decode_xauth_cookie(*bytes) : std::nullopt;
+      if (!cookie || *cookie != d.cookie_) {
         l = {"authority", "blocked", "the auth file does not hold this display's cookie", recreate};
       } else {
         l.detail = "MIT-MAGIC-COOKIE-1 in a 0600 file";
@@ -819,13 +832,9 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   if (wait_window_ms < 0 || wait_window_ms > kMaxWaitWindowMs) {
     return make_error("app-args", "wait_window_ms must be in 0.." + std::to_string(kMaxWaitWindowMs));
   }
-  auto got = get(display_id, generation);
+  auto got = get_live(display_id, generation);
   if (!got.ok()) return got.error();
   std::shared_ptr<OwnedDisplay> d = *got;
-  if (!d->alive()) {
-    return make_error("display-dead", "display " + std::to_string(display_id) +
-                                          " is no longer running; destroy it and create a new one");
-  }
   {
     std::lock_guard lock(mu_);
     if (shutting_down_) return shutting_down();
@@ -867,7 +876,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   std::optional<WindowWaiter> waiter;
   if (wait_window_ms > 0) {
     auto c = d->open_connection();
-    if (!c.ok()) return make_error("display-dead", "cannot connect to the display to watch windows");
+    if (!c.ok()) return display_dead_error();
     watch = *c;
     auto w = WindowWaiter::start(watch);
     if (!w.ok()) {
@@ -935,7 +944,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     if (x_connection_dead(watch)) {
       forget();
       app->child->stop(kAppStopBoundMs);
-      return make_error("display-dead", "the display went away while waiting for a window");
+      return display_dead_error();
     }
     if (app->child->exited()) {
       forget();

@@ -18,15 +18,13 @@
 #include <sstream>
 
 #include "evident/core/clock.h"
+#include "evident/display/display.h"
 #include "evident/display/x11.h"
 
 namespace evident {
 namespace {
 
-Error dead() {
-  return make_error("display-dead", "the display's X server went away; destroy the display and "
-                                    "create a new one");
-}
+Error dead() { return display_dead_error(); }
 
 // Appends the UTF-8 encoding of `cp`.
 void put_utf8(std::string& out, std::uint32_t cp) {

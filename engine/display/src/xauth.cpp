@@ -38,7 +38,7 @@ std::string encode_xauth_entry(std::uint16_t family, const std::string& address,
   return out;
 }
 
-Result<Cookie> decode_xauth_cookie(const std::string& bytes) {
+std::optional<Cookie> decode_xauth_cookie(const std::string& bytes) {
   std::size_t pos = 0;
   auto u16 = [&](std::uint16_t* v) {
     if (pos + 2 > bytes.size()) return false;
@@ -58,18 +58,16 @@ Result<Cookie> decode_xauth_cookie(const std::string& bytes) {
     std::uint16_t family = 0;
     std::string address, number, name, data;
     if (!u16(&family) || !field(&address) || !field(&number) || !field(&name) || !field(&data)) {
-      return make_error("display-auth-invalid", "the auth file is truncated or malformed");
+      return std::nullopt;  // truncated or malformed
     }
     if (name == kMitMagicCookie) {
-      if (data.size() != 16) {
-        return make_error("display-auth-invalid", "the MIT-MAGIC-COOKIE-1 is not 16 bytes");
-      }
+      if (data.size() != 16) return std::nullopt;
       Cookie c{};
       std::memcpy(c.data(), data.data(), 16);
       return c;
     }
   }
-  return make_error("display-auth-invalid", "the auth file holds no MIT-MAGIC-COOKIE-1 entry");
+  return std::nullopt;  // no MIT-MAGIC-COOKIE-1 entry
 }
 
 }  // namespace evident

@@ -93,6 +93,20 @@ TEST_F(DisplayTest, CreateStatusScreenshotDestroy) {
   EXPECT_EQ(blocked->layers[0].state, "blocked");
   ASSERT_EQ(::chmod((*d)->auth_file().c_str(), 0600), 0);
   EXPECT_TRUE(mgr_->status(info.id, info.generation)->ready);
+  // ... and one whose bytes no longer hold this display's cookie: truncated, then another cookie.
+  const std::string auth_bytes = *read_file((*d)->auth_file(), 4096);
+  for (const std::string& bytes :
+       {auth_bytes.substr(0, auth_bytes.size() - 3),
+        encode_xauth_entry(kFamilyWild, "", "", new_cookie())}) {
+    ASSERT_TRUE(write_file_atomic((*d)->auth_file(), bytes, 0600).ok());
+    auto wrong = mgr_->status(info.id, info.generation);
+    ASSERT_TRUE(wrong.ok());
+    EXPECT_FALSE(wrong->ready);
+    EXPECT_EQ(wrong->layers[0].state, "blocked");
+    EXPECT_EQ(wrong->layers[0].detail, "the auth file does not hold this display's cookie");
+  }
+  ASSERT_TRUE(write_file_atomic((*d)->auth_file(), auth_bytes, 0600).ok());
+  EXPECT_TRUE(mgr_->status(info.id, info.generation)->ready);
 
   std::string auth = (*d)->auth_file();
   ASSERT_TRUE(mgr_->destroy(info.id, info.generation).ok());
@@ -216,7 +230,15 @@ TEST_F(DisplayTest, DeadServerIsReportedNotReady) {
   EXPECT_FALSE(st->ready);
   EXPECT_EQ(st->layers.back().state, "blocked");
   EXPECT_EQ(mgr_->launch_app(info.id, info.generation, {"true"}, 0).error().code, "display-dead");
+  EXPECT_EQ(mgr_->launch_app(info.id, info.generation, {"true"}, 1000).error().code, "display-dead");
+  // get() finds the current lifetime, dead or not; get_live() says it is dead; a generation
+  // that is not the current one is still a mismatch.
+  EXPECT_TRUE(mgr_->get(info.id, info.generation).ok());
+  EXPECT_EQ(mgr_->get_live(info.id, info.generation).error().code, "display-dead");
+  EXPECT_EQ(mgr_->get_live(info.id, "gen-" + std::string(32, '0')).error().code,
+            "display-generation-mismatch");
   EXPECT_TRUE(mgr_->destroy(info.id, info.generation).ok());
+  EXPECT_EQ(mgr_->get_live(info.id, info.generation).error().code, "display-not-found");
 }
 
 TEST_F(DisplayTest, BadOptionsAreRefusedBeforeAnythingStarts) {

@@ -18,7 +18,7 @@ TEST(XauthTest, EncodesTheLibXauLayoutByteForByte) {
   for (int i = 0; i < 16; ++i) expected.push_back(static_cast<char>(i + 1));
   EXPECT_EQ(e, expected);
   auto back = decode_xauth_cookie(e);
-  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, c);
 }
 
@@ -29,12 +29,10 @@ TEST(XauthTest, DecodeSkipsOtherEntriesAndRejectsTruncation) {
            std::string("\x00\x03", 2) + "XYZ" + std::string("\x00\x01", 2) + "q";
   std::string file = other + encode_xauth_entry(kFamilyLocal, "host", "3", c);
   auto got = decode_xauth_cookie(file);
-  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, c);
-  auto bad = decode_xauth_cookie(file.substr(0, file.size() - 3));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().code, "display-auth-invalid");
-  EXPECT_FALSE(decode_xauth_cookie("").ok());
+  EXPECT_FALSE(decode_xauth_cookie(file.substr(0, file.size() - 3)).has_value());
+  EXPECT_FALSE(decode_xauth_cookie("").has_value());
 }
 
 TEST(XauthTest, CookiesAreFresh) { EXPECT_NE(new_cookie(), new_cookie()); }

@@ -15,7 +15,7 @@ class InputAttachment final : public DisplayAttachment {
   Result<std::shared_ptr<InputDevice>> get(const std::weak_ptr<OwnedDisplay>& weak) {
     std::lock_guard<std::mutex> lock(d_.x_mutex());
     if (detached_ || !d_.dpy() || !d_.alive()) {
-      return make_error("display-generation-mismatch", "the display is no longer running");
+      return display_dead_error();
     }
     if (device_) return device_;
     InputOptions opts;
@@ -65,7 +65,7 @@ class InputAttachment final : public DisplayAttachment {
 Result<std::shared_ptr<InputDevice>> display_input(const std::shared_ptr<OwnedDisplay>& display) {
   OwnedDisplay* raw = display.get();
   auto a = display->attachment([raw] { return std::make_shared<InputAttachment>(*raw); });
-  if (!a) return make_error("display-generation-mismatch", "the display is no longer running");
+  if (!a) return display_dead_error();
   return static_cast<InputAttachment&>(*a).get(display);
 }
 

@@ -16,7 +16,7 @@ class InputDevice;
 inline constexpr std::int64_t kRestoreIdleMs = 1000;
 
 // The display's input device, created on first use (under x_mutex()). Errors: those of
-// InputDevice::create ("input-unavailable"), "display-generation-mismatch" when the display is gone.
+// InputDevice::create ("input-unavailable"), "display-dead" when the display is gone.
 Result<std::shared_ptr<InputDevice>> display_input(const std::shared_ptr<OwnedDisplay>& display);
 
 }  // namespace evident

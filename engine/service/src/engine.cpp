@@ -176,7 +176,7 @@ void Engine::Impl::register_ops() {
     }
     auto d = displays->get(ref->id, ref->generation);
     if (!d.ok()) return d.error();
-    Result<PngFrame> frame = make_error("display-dead", "the display is no longer running");
+    Result<PngFrame> frame = display_dead_error();
     // alive() takes x_mutex itself: probe it before locking (it is not recursive).
     if ((*d)->alive()) {
       std::lock_guard lock((*d)->x_mutex());
@@ -282,7 +282,7 @@ void Engine::Impl::register_ops() {
     ExecutorContext ctx;
     {
       std::lock_guard<std::mutex> lock(disp->x_mutex());
-      if (!disp->dpy() || !disp->alive()) return make_error("display-generation-mismatch", "the display is no longer running");
+      if (!disp->dpy() || !disp->alive()) return display_dead_error();
       ctx.dpy = disp->dpy();
       ctx.capturer = disp->capturer();
       ctx.watcher = disp->change_watcher();

@@ -41,16 +41,9 @@ Result<Ref> ref_arg(const JsonFields& f) {
   return Ref{static_cast<int>(*id), std::move(*gen)};
 }
 
-Error display_dead() {
-  return make_error("display-dead", "the display is no longer running; destroy it and create a "
-                                    "new one");
-}
 
 Result<std::shared_ptr<OwnedDisplay>> live_display(DisplayManager& dm, const Ref& ref) {
-  auto d = dm.get(ref.id, ref.generation);
-  if (!d.ok()) return d.error();
-  if (!(*d)->alive()) return display_dead();
-  return *d;
+  return dm.get_live(ref.id, ref.generation);
 }
 
 // A connection of our own to the display, closed on scope exit.
@@ -58,7 +51,7 @@ class OwnConnection {
  public:
   static Result<std::unique_ptr<OwnConnection>> open(const OwnedDisplay& d) {
     auto c = d.open_connection();
-    if (!c.ok()) return display_dead();
+    if (!c.ok()) return display_dead_error();
     return std::unique_ptr<OwnConnection>(new OwnConnection(*c));
   }
   ~OwnConnection() { close_x_connection(dpy_); }
@@ -113,9 +106,9 @@ Result<pid_t> app_pid_on(DisplayManager& dm, const std::string& app_id, const Re
 
 // Grabs `r` (already clamped) through the display's capturer, under its lock for the grab only.
 Result<RawImage> grab(OwnedDisplay& d, const Rect& r) {
-  if (!d.alive()) return display_dead();
+  if (!d.alive()) return display_dead_error();
   std::lock_guard lock(d.x_mutex());
-  if (!d.dpy() || !d.capturer()) return display_dead();
+  if (!d.dpy() || !d.capturer()) return display_dead_error();
   return d.capturer()->grab_region(r.x, r.y, r.width, r.height);
 }
 
@@ -352,7 +345,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
     auto damage = RegionDamage::create((*conn)->get(), rect);
     if (!damage.ok()) return damage.error();
     const StableResult r = wait_stable(**damage, *quiet, *timeout);
-    if (r.outcome == StableOutcome::kDead) return display_dead();
+    if (r.outcome == StableOutcome::kDead) return display_dead_error();
     return Json{{"outcome", to_string(r.outcome)},
                 {"elapsed_ms", r.elapsed_ms},
                 {"quiet_ms", *quiet},
@@ -452,7 +445,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
         break;
       }
       const auto wake = (*damage)->wait_change(deadline);
-      if (wake == RegionDamage::Wake::kDead) return display_dead();
+      if (wake == RegionDamage::Wake::kDead) return display_dead_error();
       if (wake == RegionDamage::Wake::kTimeout) break;  // nothing changed since the last look
     }
     return Json{{"outcome", outcome},

@@ -30,7 +30,7 @@ class DisplayLease final : public SessionLease {
     ExecutorContext ctx;
     {
       std::lock_guard<std::mutex> lock(d_->x_mutex());
-      if (!d_->dpy() || !d_->alive()) return make_error("display-generation-mismatch", "the display is no longer running");
+      if (!d_->dpy() || !d_->alive()) return display_dead_error();
       ctx.dpy = d_->dpy();
       ctx.capturer = d_->capturer();
       ctx.watcher = d_->change_watcher();
@@ -135,7 +135,7 @@ Result<std::unique_ptr<SessionLease>> DisplaySessionBackend::acquire(std::int64_
     }
     return d.error();
   }
-  if (!(*d)->alive()) return make_error("display-generation-mismatch", "the display is no longer running");
+  if (!(*d)->alive()) return display_dead_error();
   auto app = displays_.app(app_id);
   if (!app.ok() || !app->alive) return make_error("app-not-live", "no live app with that id");
   if (app->display_id != display_id || app->generation != generation) {

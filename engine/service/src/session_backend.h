@@ -10,7 +10,8 @@ namespace evident {
 class DisplaySessionBackend final : public SessionBackend {
  public:
   explicit DisplaySessionBackend(DisplayManager& displays) : displays_(displays) {}
-  // Errors: display-generation-mismatch, app-not-live, session-binding, session-busy,
+  // Errors: display-generation-mismatch (an unknown display, or a stale, foreign or malformed
+  // generation), display-dead, app-not-live, session-binding, session-busy,
   // input-unavailable.
   Result<std::unique_ptr<SessionLease>> acquire(std::int64_t display_id,
                                                 const std::string& generation,

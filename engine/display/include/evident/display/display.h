@@ -58,6 +58,10 @@ struct DisplayInfo {
 // "gen-" followed by 32 lowercase hex.
 bool is_generation_token(const std::string& s);
 
+// The one error for an owned display whose Xvfb exited or whose X connection broke (not destroyed
+// through evident), wherever that is detected: "display-dead". docs/displays.md, "Dead displays".
+Error display_dead_error();
+
 // One readiness layer of `display status`.
 struct StatusLayer {
   std::string name;   // authority | x_connection | capture | input_backend | target_display
@@ -233,6 +237,9 @@ class DisplayManager {
   // The display with exactly that id and generation. display-not-found,
   // display-generation-mismatch.
   Result<std::shared_ptr<OwnedDisplay>> get(int id, const std::string& generation);
+  // get(), and the display must be alive(). display-not-found, display-generation-mismatch,
+  // display-dead.
+  Result<std::shared_ptr<OwnedDisplay>> get_live(int id, const std::string& generation);
 
   // Launches `argv` on the display (DISPLAY and XAUTHORITY of that display, own process group,
   // stdin /dev/null, output to a private log). With wait_window_ms > 0, waits for a new mapped

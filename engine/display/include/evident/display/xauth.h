@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "evident/core/status.h"
@@ -23,8 +24,9 @@ Cookie new_cookie();
 std::string encode_xauth_entry(std::uint16_t family, const std::string& address,
                                const std::string& number, const Cookie& cookie);
 
-// Reads the first MIT-MAGIC-COOKIE-1 entry of an Xauthority file's bytes.
-// Error: "display-auth-invalid".
-Result<Cookie> decode_xauth_cookie(const std::string& bytes);
+// Reads the first MIT-MAGIC-COOKIE-1 entry of an Xauthority file's bytes; nullopt when the bytes
+// are truncated or malformed, or hold no 16-byte MIT-MAGIC-COOKIE-1 entry. Only `display status`
+// reads auth files back (its "authority" layer is then blocked), so this is no error code.
+std::optional<Cookie> decode_xauth_cookie(const std::string& bytes);
 
 }  // namespace evident
