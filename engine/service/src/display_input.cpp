@@ -4,6 +4,7 @@
 
 #include "evident/input/input.h"
 #include "evident/input/restorer.h"
+#include "executor_context.h"
 
 namespace evident {
 namespace {
@@ -12,19 +13,14 @@ class InputAttachment final : public DisplayAttachment {
  public:
   explicit InputAttachment(OwnedDisplay& d) : d_(d) {}
 
-  Result<std::shared_ptr<InputDevice>> get(const std::weak_ptr<OwnedDisplay>& weak) {
+  Result<std::shared_ptr<InputDevice>> get(const std::shared_ptr<OwnedDisplay>& display) {
     std::lock_guard<std::mutex> lock(d_.x_mutex());
     if (detached_ || !d_.dpy() || !d_.alive()) {
       return display_dead_error();
     }
     if (device_) return device_;
     InputOptions opts;
-    opts.open_aux = [weak]() -> ::Display* {
-      auto d = weak.lock();
-      if (!d) return nullptr;
-      auto c = d->open_connection();
-      return c.ok() ? *c : nullptr;
-    };
+    opts.open_aux = aux_connection_opener(display);
     opts.defer_restore = true;
     opts.on_keymap_left_dirty = [this] {
       if (restorer_) restorer_->arm();

@@ -13,15 +13,12 @@
 #include <map>
 #include <mutex>
 
-#include "evident/actions/batch.h"
 #include "evident/browser/browser.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
 #include "evident/display/display.h"
 #include "evident/session/manager.h"
-#include "display_input.h"
-#include "ops_browser.h"
-#include "ops_windows.h"
+#include "ops_common.h"
 #include "session_backend.h"
 
 namespace evident {
@@ -38,26 +35,6 @@ Json error_response(const Error& error) {
 }
 
 namespace {
-
-// Handler: validated-args in, result body out (call() adds "ok":true).
-using OpHandler = OpTable::mapped_type;
-
-constexpr const char* kArgs = "request-args";
-
-// The (display_id, generation) pair every display-scoped op names. Generations are checked by
-// the manager (malformed → display-generation-mismatch); here only the JSON type and a bound.
-struct DisplayRef {
-  int id = 0;
-  std::string generation;
-};
-
-Result<DisplayRef> display_ref_arg(const JsonFields& f) {
-  auto id = f.integer("display_id", 0, protocol::kDisplayIdMax);
-  if (!id.ok()) return id.error();
-  auto gen = f.string("generation", 0, protocol::kGenerationMaxBytes);
-  if (!gen.ok()) return gen.error();
-  return DisplayRef{static_cast<int>(*id), std::move(*gen)};
-}
 
 // Scratch of engines whose process is gone (a SIGKILLed daemon cannot clean up after itself):
 // only our own "engine-<pid>-<hex>" dirs, and only when that pid no longer exists (a reused pid
@@ -97,246 +74,21 @@ struct Engine::Impl {
   Json dispatch(const Actor& actor, const Json& request);
 };
 
-// The op table: adding an op is one entry here (docs/cli.md lists them).
+// The op table: each family registers its ops from its own file; a new op is one entry there
+// (and one in protocol/evident.json; docs/architecture.md, "Where things go").
 void Engine::Impl::register_ops() {
   ops["ping"] = [](const Actor&, const Json& args) -> Result<Json> {
     EVIDENT_TRY(JsonFields(args, kArgs, "args").only({}));
     return Json{{"version", EVIDENT_VERSION}, {"pid", static_cast<int>(::getpid())}};
   };
 
-  ops["display.create"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi"}));
-    DisplayOptions o;
-    if (f.has("width")) {
-      auto v = f.integer("width", protocol::kDisplayWidthMin, protocol::kDisplayWidthMax);
-      if (!v.ok()) return v.error();
-      o.width = static_cast<int>(*v);
-    }
-    if (f.has("height")) {
-      auto v = f.integer("height", protocol::kDisplayHeightMin, protocol::kDisplayHeightMax);
-      if (!v.ok()) return v.error();
-      o.height = static_cast<int>(*v);
-    }
-    if (f.has("depth")) {
-      auto v = f.integer("depth", 16, 24);
-      if (!v.ok()) return v.error();
-      if (*v != 16 && *v != 24) return make_error(kArgs, "field \"depth\" must be 16 or 24");
-      o.depth = static_cast<int>(*v);
-    }
-    if (f.has("dpi")) {
-      auto v = f.integer("dpi", protocol::kDisplayDpiMin, protocol::kDisplayDpiMax);
-      if (!v.ok()) return v.error();
-      o.dpi = static_cast<int>(*v);
-    }
-    auto d = displays->create(o);
-    if (!d.ok()) return d.error();
-    return Json{{"display", (*d)->info().to_json()}};
-  };
-
-  ops["display.destroy"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation"}));
-    auto ref = display_ref_arg(f);
-    if (!ref.ok()) return ref.error();
-    // Browsers of exactly that generation go first (their profiles with them).
-    if (displays->get(ref->id, ref->generation).ok()) browsers->close_display(ref->id, ref->generation);
-    EVIDENT_TRY(displays->destroy(ref->id, ref->generation));
-    return Json{{"display_id", ref->id}, {"generation", ref->generation}};
-  };
-
-  ops["display.list"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    EVIDENT_TRY(JsonFields(args, kArgs, "args").only({}));
-    Json list = Json::array();
-    for (const auto& d : displays->list()) list.push_back(d.to_json());
-    return Json{{"displays", list}};
-  };
-
-  ops["display.status"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation"}));
-    auto ref = display_ref_arg(f);
-    if (!ref.ok()) return ref.error();
-    auto st = displays->status(ref->id, ref->generation);
-    if (!st.ok()) return st.error();
-    Json layers = Json::array();
-    for (const auto& l : st->layers) layers.push_back(l.to_json());
-    return Json{{"ready", st->ready}, {"layers", layers}};
-  };
-
-  ops["display.screenshot"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation", "out"}));
-    auto ref = display_ref_arg(f);
-    if (!ref.ok()) return ref.error();
-    auto out = f.string("out", 1, 4096);
-    if (!out.ok()) return out.error();
-    if ((*out)[0] != '/' || out->find('\0') != std::string::npos) {
-      return make_error(kArgs, "field \"out\" must be an absolute path");
-    }
-    auto d = displays->get(ref->id, ref->generation);
-    if (!d.ok()) return d.error();
-    Result<PngFrame> frame = display_dead_error();
-    // alive() takes x_mutex itself: probe it before locking (it is not recursive).
-    if ((*d)->alive()) {
-      std::lock_guard lock((*d)->x_mutex());
-      if ((*d)->capturer()) frame = (*d)->capturer()->capture_png();
-    }
-    if (!frame.ok()) return frame.error();
-    if (auto st = write_file_atomic(*out, frame->bytes, 0600); !st.ok()) {
-      // The message of a file error names the path, which is request content here.
-      const std::string& m = st.error().message;
-      const auto colon = m.rfind(": ");
-      return make_error("screenshot-write-failed",
-                        "cannot write the PNG to the path in field \"out\"" +
-                            (colon == std::string::npos ? std::string() : m.substr(colon)));
-    }
-    return Json{{"png", {{"path", *out}, {"sha256", frame->sha256},
-                         {"byte_length", frame->bytes.size()}, {"width", frame->width},
-                         {"height", frame->height}}}};
-  };
-
-  ops["app.launch"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation", "argv", "wait_window_ms", "env", "cwd"}));
-    auto ref = display_ref_arg(f);
-    if (!ref.ok()) return ref.error();
-    auto argv_json = f.array("argv", 1, 256);
-    if (!argv_json.ok()) return argv_json.error();
-    std::vector<std::string> argv;
-    for (const auto& a : **argv_json) {
-      if (!a.is_string()) return make_error(kArgs, "field \"argv\" must hold only strings");
-      argv.push_back(a.get<std::string>());
-    }
-    std::int64_t wait_ms = 0;
-    if (f.has("wait_window_ms")) {
-      auto w = f.integer("wait_window_ms", 0, DisplayManager::kMaxWaitWindowMs);
-      if (!w.ok()) return w.error();
-      wait_ms = *w;
-    }
-    LaunchOptions launch;
-    launch.wait_window_ms = wait_ms;
-    EVIDENT_TRY(parse_launch_env_args(args, &launch));  // env, cwd (docs/windows.md)
-    auto app = displays->launch_app(ref->id, ref->generation, argv, launch);
-    if (!app.ok()) return app.error();
-    return Json{{"app", app->to_json()}};
-  };
-
-  ops["app.stop"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"app_id"}));
-    auto id = f.string("app_id", 1, 256);
-    if (!id.ok()) return id.error();
-    auto status = displays->stop_app(*id);
-    if (!status.ok()) return status.error();
-    return Json{{"app_id", *id}, {"exit_status", *status}};
-  };
-
-  ops["app.list"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    EVIDENT_TRY(JsonFields(args, kArgs, "args").only({}));
-    Json list = Json::array();
-    for (const auto& a : displays->list_apps()) list.push_back(a.to_list_json());
-    return Json{{"apps", list}};
-  };
-
-  // One §4 action batch outside a session (actions module, docs/actions.md). Refused with
-  // display-busy while a session (or another batch) holds the display.
-  ops["cu.actions"] = [this](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation", "request"}));
-    auto ref = display_ref_arg(f);
-    if (!ref.ok()) return ref.error();
-    auto req = f.object("request");
-    if (!req.ok()) return req.error();
-    auto d = displays->get(ref->id, ref->generation);
-    if (!d.ok()) return d.error();
-    std::shared_ptr<OwnedDisplay> disp = *d;
-    const std::string owner = random_id("cu-actions");
-    if (!disp->try_acquire_session(owner)) {
-      return make_error("display-busy", "a session or another action batch holds this display", true);
-    }
-    struct Release {
-      std::shared_ptr<OwnedDisplay> d;
-      std::string owner;
-      ~Release() { d->release_session(owner); }
-    } release{disp, owner};
-    const std::string frames = options.runtime_dir + "/cu-frames";
-    (void)make_private_dir(frames);
-    // Shares the display's lifetime with this batch: a destroy that races it cancels the batch
-    // and waits for it (bounded) before freeing what the executor uses (docs/reliability.md).
-    // Declared before the executor, so it is dropped after the executor released held input.
-    struct CancelTarget {
-      std::mutex mu;
-      ActionExecutor* executor = nullptr;  // set while the batch runs; cancel() under mu
-      void set(ActionExecutor* e) {
-        std::lock_guard lock(mu);
-        executor = e;
-      }
-    };
-    auto cancel_target = std::make_shared<CancelTarget>();
-    std::shared_ptr<void> in_use = disp->begin_batch([cancel_target] {
-      std::lock_guard lock(cancel_target->mu);
-      if (cancel_target->executor) cancel_target->executor->cancel();
-    });
-    if (!in_use) return make_error("display-destroyed", "the display was destroyed; nothing ran");
-    ExecutorContext ctx;
-    {
-      std::lock_guard<std::mutex> lock(disp->x_mutex());
-      if (!disp->dpy() || !disp->alive()) return display_dead_error();
-      ctx.dpy = disp->dpy();
-      ctx.capturer = disp->capturer();
-      ctx.watcher = disp->change_watcher();
-    }
-    ctx.dpy_mutex = &disp->x_mutex();
-    ctx.width = disp->info().width;
-    ctx.height = disp->info().height;
-    ctx.observation_dir = frames;
-    std::weak_ptr<OwnedDisplay> weak = disp;
-    ctx.open_aux = [weak]() -> ::Display* {
-      auto dd = weak.lock();
-      if (!dd) return nullptr;
-      auto c = dd->open_connection();
-      return c.ok() ? *c : nullptr;
-    };
-    auto input = display_input(disp);
-    if (!input.ok()) return input.error();
-    ctx.input = *input;
-    auto ex = ActionExecutor::create(std::move(ctx));
-    if (!ex.ok()) return ex.error();
-    // The batch releases (and checks) held input before `release`; the keymap restore is
-    // deferred to the display's restorer (docs/input.md).
-    cancel_target->set(ex->get());
-    if (disp->destroyed()) (*ex)->cancel();  // a destroy that began before the store
-    auto result = run_action_batch(**ex, **req);
-    cancel_target->set(nullptr);
-    if (disp->destroyed()) {
-      return make_error("display-destroyed",
-                        "the display was destroyed while the batch ran; the batch was cut short "
-                        "and its held input released");
-    }
-    return result;
-  };
-
-  // One raw §5 request; the session layer parses it strictly (size first, duplicate keys at
-  // any depth). docs/sessions.md.
-  ops["session"] = [this](const Actor& actor, const Json& args) -> Result<Json> {
-    JsonFields f(args, "session-command", "args");
-    EVIDENT_TRY(f.only({"request"}));
-    auto text = f.string("request");
-    if (!text.ok()) return text.error();
-    Json r = sessions->handle(actor.to_json(), *text);
-    if (!r.value("ok", false)) {
-      const Json& e = r["error"];
-      return make_error(e["code"].get<std::string>(), e["message"].get<std::string>(),
-                        e["retryable"].get<bool>());
-    }
-    r.erase("ok");
-    return r;
-  };
-
-  register_browser_ops(ops, *browsers);
-  // window.*, wait.*, display.env (ops_windows.cpp).
-  register_window_ops(ops, *displays);
+  // One file per op family (docs/architecture.md, "Where things go").
+  register_display_ops(ops, *displays, *browsers);  // display.* (ops_display.cpp)
+  register_app_ops(ops, *displays);                 // app.* (ops_apps.cpp)
+  register_action_ops(ops, *displays, options.runtime_dir);  // cu.actions (ops_actions.cpp)
+  register_session_ops(ops, *sessions);             // session (ops_session.cpp)
+  register_browser_ops(ops, *browsers);             // browser.* (ops_browser.cpp)
+  register_window_ops(ops, *displays);              // window.*, wait.* (ops_windows.cpp)
 }
 
 Json Engine::Impl::dispatch(const Actor& actor, const Json& request) {

@@ -1,11 +1,10 @@
-#include "ops_browser.h"
+#include "ops_common.h"
 
 #include "evident/browser/browser.h"
 
 namespace evident {
 
 namespace {
-constexpr const char* kArgs = "request-args";
 
 Result<std::string> browser_id_arg(const JsonFields& f) { return f.string("browser_id", 1, 256); }
 }  // namespace

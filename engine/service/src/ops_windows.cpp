@@ -1,8 +1,8 @@
-// window.list / window.wait / window.capture / window.focus, wait.stable / wait.pixels and
-// display.env (docs/windows.md, docs/windows.md). Every X call here goes through a connection of
+// window.list / window.wait / window.capture / window.focus, wait.stable / wait.pixels
+// (docs/windows.md). Every X call here goes through a connection of
 // its own (OwnedDisplay::open_connection), except frame grabs, which use the display's capturer
 // under its x_mutex for the grab only: a wait never holds the display's shared connection.
-#include "ops_windows.h"
+#include "ops_common.h"
 
 #include <cstdint>
 #include <memory>
@@ -20,7 +20,6 @@
 namespace evident {
 namespace {
 
-constexpr const char* kArgs = "request-args";
 constexpr std::int64_t kMaxWaitMs = 120000;
 constexpr std::int64_t kDefaultWindowWaitMs = 10000;
 constexpr std::int64_t kDefaultWaitMs = 5000;
@@ -28,21 +27,8 @@ constexpr std::int64_t kDefaultQuietMs = 300;
 constexpr std::int64_t kMaxQuietMs = 60000;
 constexpr std::int64_t kMaxReferenceFileBytes = 64 * 1024 * 1024;
 
-struct Ref {
-  int id = 0;
-  std::string generation;
-};
 
-Result<Ref> ref_arg(const JsonFields& f) {
-  auto id = f.integer("display_id", 0, 65535);
-  if (!id.ok()) return id.error();
-  auto gen = f.string("generation", 0, 256);
-  if (!gen.ok()) return gen.error();
-  return Ref{static_cast<int>(*id), std::move(*gen)};
-}
-
-
-Result<std::shared_ptr<OwnedDisplay>> live_display(DisplayManager& dm, const Ref& ref) {
+Result<std::shared_ptr<OwnedDisplay>> live_display(DisplayManager& dm, const DisplayRef& ref) {
   return dm.get_live(ref.id, ref.generation);
 }
 
@@ -95,7 +81,7 @@ Result<std::int64_t> int_or(const JsonFields& f, std::string_view key, std::int6
 }
 
 // The app's pid when it runs on exactly this display generation. app-not-found.
-Result<pid_t> app_pid_on(DisplayManager& dm, const std::string& app_id, const Ref& ref) {
+Result<pid_t> app_pid_on(DisplayManager& dm, const std::string& app_id, const DisplayRef& ref) {
   auto a = dm.app(app_id);
   if (!a.ok()) return a.error();
   if (a->display_id != ref.id || a->generation != ref.generation) {
@@ -123,41 +109,13 @@ Result<std::string> absolute_out(const JsonFields& f) {
 
 }  // namespace
 
-Status parse_launch_env_args(const Json& args, LaunchOptions* o) {
-  JsonFields f(args, kArgs, "args");
-  if (f.has("env")) {
-    auto env = f.array("env", 0, LaunchOptions::kMaxEnvEntries);
-    if (!env.ok()) return env.error();
-    for (const auto& e : **env) {
-      if (!e.is_string()) return make_error(kArgs, "args: env must hold only \"KEY=VALUE\" strings");
-      o->env.push_back(e.get<std::string>());
-    }
-  }
-  if (f.has("cwd")) {
-    auto cwd = f.string("cwd", 1, LaunchOptions::kMaxCwdBytes);
-    if (!cwd.ok()) return cwd.error();
-    o->cwd = *cwd;
-  }
-  return {};
-}
-
-void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
+void register_window_ops(OpTable& ops, DisplayManager& dm) {
   DisplayManager* displays = &dm;
-
-  ops["display.env"] = [displays](const Actor&, const Json& args) -> Result<Json> {
-    JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"display_id", "generation"}));
-    auto ref = ref_arg(f);
-    if (!ref.ok()) return ref.error();
-    auto d = displays->get(ref->id, ref->generation);
-    if (!d.ok()) return d.error();
-    return Json{{"env", {{"DISPLAY", (*d)->info().name}, {"XAUTHORITY", (*d)->auth_file()}}}};
-  };
 
   ops["window.list"] = [displays](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "app_id", "mapped_only"}));
-    auto ref = ref_arg(f);
+    auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     std::optional<pid_t> tree;
     if (f.has("app_id")) {
@@ -192,7 +150,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "title", "class", "pid", "app_id", "id",
                         "timeout_ms"}));
-    auto ref = ref_arg(f);
+    auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     WindowMatch m;
     if (f.has("title")) {
@@ -243,7 +201,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
   ops["window.capture"] = [displays](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "id", "out"}));
-    auto ref = ref_arg(f);
+    auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     auto id = f.integer("id", 1, 0xFFFFFFFFLL);
     if (!id.ok()) return id.error();
@@ -294,7 +252,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
   ops["window.focus"] = [displays](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "id"}));
-    auto ref = ref_arg(f);
+    auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     auto id = f.integer("id", 1, 0xFFFFFFFFLL);
     if (!id.ok()) return id.error();
@@ -322,7 +280,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
   ops["wait.stable"] = [displays](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "region", "quiet_ms", "timeout_ms"}));
-    auto ref = ref_arg(f);
+    auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     auto region = region_arg(f, false);
     if (!region.ok()) return region.error();
@@ -357,7 +315,7 @@ void register_window_ops(WindowOpTable& ops, DisplayManager& dm) {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "region", "color", "tolerance",
                         "min_permille", "reference", "max_pixels", "timeout_ms"}));
-    auto ref = ref_arg(f);
+    auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     auto region = region_arg(f, true);
     if (!region.ok()) return region.error();

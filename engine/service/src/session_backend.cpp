@@ -2,7 +2,7 @@
 
 #include "evident/actions/batch.h"
 #include "evident/actions/executor.h"
-#include "display_input.h"
+#include "executor_context.h"
 #include "evident/core/random.h"
 
 namespace evident {
@@ -27,28 +27,9 @@ class DisplayLease final : public SessionLease {
   }
 
   Status init() {
-    ExecutorContext ctx;
-    {
-      std::lock_guard<std::mutex> lock(d_->x_mutex());
-      if (!d_->dpy() || !d_->alive()) return display_dead_error();
-      ctx.dpy = d_->dpy();
-      ctx.capturer = d_->capturer();
-      ctx.watcher = d_->change_watcher();
-    }
-    ctx.dpy_mutex = &d_->x_mutex();
-    ctx.width = target_.width;
-    ctx.height = target_.height;
-    std::weak_ptr<OwnedDisplay> weak = d_;
-    ctx.open_aux = [weak]() -> ::Display* {
-      auto d = weak.lock();
-      if (!d) return nullptr;
-      auto c = d->open_connection();
-      return c.ok() ? *c : nullptr;
-    };
-    auto input = display_input(d_);
-    if (!input.ok()) return input.error();
-    ctx.input = *input;
-    auto ex = ActionExecutor::create(std::move(ctx));
+    auto ctx = executor_context_for(d_);
+    if (!ctx.ok()) return ctx.error();
+    auto ex = ActionExecutor::create(std::move(*ctx));
     if (!ex.ok()) return ex.error();
     executor_ = std::move(ex).value();
     return {};

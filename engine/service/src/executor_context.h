@@ -1,0 +1,25 @@
+// The service's wiring of one owned display into the actions module: the executor's context
+// (connection, capture, settle watcher, input device, extra connections) is built here and only
+// here, for `cu actions` batches and session leases alike. Internal to evident_service.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "evident/actions/executor.h"
+#include "evident/core/status.h"
+#include "evident/display/display.h"
+
+namespace evident {
+
+// Opens a new cookie connection to the display while it lives (nullptr once it is gone or the
+// connection fails). Holds the display weakly: it never keeps a destroyed display alive.
+std::function<::Display*()> aux_connection_opener(const std::shared_ptr<OwnedDisplay>& display);
+
+// The executor's context for a live display: its persistent connection and mutex, capturer,
+// change watcher, size, its one input device (display_input) and aux_connection_opener.
+// observation_dir is left empty (the caller sets it when frames are written). Errors:
+// "display-dead", those of display_input ("input-unavailable").
+Result<ExecutorContext> executor_context_for(const std::shared_ptr<OwnedDisplay>& display);
+
+}  // namespace evident

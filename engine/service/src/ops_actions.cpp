@@ -1,0 +1,77 @@
+// The cu.actions op: one action batch outside a session (docs/actions.md).
+#include "ops_common.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "evident/actions/batch.h"
+#include "evident/core/fs.h"
+#include "evident/core/random.h"
+#include "evident/display/display.h"
+#include "executor_context.h"
+
+namespace evident {
+
+void register_action_ops(OpTable& ops, DisplayManager& displays, std::string runtime_dir) {
+  // One §4 action batch outside a session (actions module, docs/actions.md). Refused with
+  // display-busy while a session (or another batch) holds the display.
+  ops["cu.actions"] = [&displays, runtime_dir](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation", "request"}));
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
+    auto req = f.object("request");
+    if (!req.ok()) return req.error();
+    auto d = displays.get(ref->id, ref->generation);
+    if (!d.ok()) return d.error();
+    std::shared_ptr<OwnedDisplay> disp = *d;
+    const std::string owner = random_id("cu-actions");
+    if (!disp->try_acquire_session(owner)) {
+      return make_error("display-busy", "a session or another action batch holds this display", true);
+    }
+    struct Release {
+      std::shared_ptr<OwnedDisplay> d;
+      std::string owner;
+      ~Release() { d->release_session(owner); }
+    } release{disp, owner};
+    const std::string frames = runtime_dir + "/cu-frames";
+    (void)make_private_dir(frames);
+    // Shares the display's lifetime with this batch: a destroy that races it cancels the batch
+    // and waits for it (bounded) before freeing what the executor uses (docs/reliability.md).
+    // Declared before the executor, so it is dropped after the executor released held input.
+    struct CancelTarget {
+      std::mutex mu;
+      ActionExecutor* executor = nullptr;  // set while the batch runs; cancel() under mu
+      void set(ActionExecutor* e) {
+        std::lock_guard lock(mu);
+        executor = e;
+      }
+    };
+    auto cancel_target = std::make_shared<CancelTarget>();
+    std::shared_ptr<void> in_use = disp->begin_batch([cancel_target] {
+      std::lock_guard lock(cancel_target->mu);
+      if (cancel_target->executor) cancel_target->executor->cancel();
+    });
+    if (!in_use) return make_error("display-destroyed", "the display was destroyed; nothing ran");
+    auto ctx = executor_context_for(disp);
+    if (!ctx.ok()) return ctx.error();
+    ctx->observation_dir = frames;
+    auto ex = ActionExecutor::create(std::move(*ctx));
+    if (!ex.ok()) return ex.error();
+    // The batch releases (and checks) held input before `release`; the keymap restore is
+    // deferred to the display's restorer (docs/input.md).
+    cancel_target->set(ex->get());
+    if (disp->destroyed()) (*ex)->cancel();  // a destroy that began before the store
+    auto result = run_action_batch(**ex, **req);
+    cancel_target->set(nullptr);
+    if (disp->destroyed()) {
+      return make_error("display-destroyed",
+                        "the display was destroyed while the batch ran; the batch was cut short "
+                        "and its held input released");
+    }
+    return result;
+  };
+}
+
+}  // namespace evident
