@@ -23,7 +23,7 @@
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/protocol/protocol.h"
-#include "evident/display/process.h"
+#include "evident/process/process.h"
 #include "evident/display/xauth.h"
 
 typedef struct _XDisplay Display;  // Xlib

@@ -1,4 +1,4 @@
-#include "evident/display/process.h"
+#include "evident/process/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "evident/core/clock.h"
-#include "evident/display/process.h"
+#include "evident/process/process.h"
 #include "evident/testing/process.h"
 
 namespace evident {

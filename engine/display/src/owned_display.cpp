@@ -1,0 +1,124 @@
+// One owned display: liveness, the session lock, attachments, batches in flight, teardown.
+#include "evident/display/display.h"
+
+#include <X11/Xlib-xcb.h>
+#include <X11/Xlib.h>
+#include <sys/socket.h>
+#include <xcb/xcb.h>
+
+// Xlib defines Status as a macro (int); ours is evident::Status.
+#undef Status
+
+#include <chrono>
+
+#include "evident/display/x11.h"
+#include "display_internal.h"
+
+namespace evident {
+
+using namespace display_detail;
+
+// ------------------------------------------------------------------------------- OwnedDisplay
+
+OwnedDisplay::~OwnedDisplay() { teardown(); }
+
+bool OwnedDisplay::alive() {
+  if (destroyed_.load()) return false;
+  if (!xvfb_ || xvfb_->exited()) return false;
+  ::Display* dpy = dpy_.load();
+  return dpy != nullptr && !x_connection_dead(dpy);
+}
+
+bool OwnedDisplay::try_acquire_session(const std::string& owner) {
+  std::lock_guard lock(session_mu_);
+  if (session_holder_ && *session_holder_ != owner) return false;
+  session_holder_ = owner;
+  return true;
+}
+
+bool OwnedDisplay::release_session(const std::string& owner) {
+  std::lock_guard lock(session_mu_);
+  if (!session_holder_ || *session_holder_ != owner) return false;
+  session_holder_.reset();
+  return true;
+}
+
+std::optional<std::string> OwnedDisplay::session_holder() {
+  std::lock_guard lock(session_mu_);
+  return session_holder_;
+}
+
+Result<::Display*> OwnedDisplay::open_connection() const {
+  return open_x_connection(info_.name, cookie_);
+}
+
+std::shared_ptr<DisplayAttachment> OwnedDisplay::attachment(
+    const std::function<std::shared_ptr<DisplayAttachment>()>& make) {
+  std::lock_guard lock(attachment_mu_);
+  if (destroyed_) return nullptr;
+  if (!attachment_) attachment_ = make();
+  return attachment_;
+}
+
+std::shared_ptr<void> OwnedDisplay::begin_batch(std::function<void()> cancel) {
+  std::lock_guard lock(batch_mu_);
+  if (destroyed_.load()) return nullptr;
+  const std::uint64_t id = next_batch_++;
+  batches_.emplace(id, std::move(cancel));
+  // The guard only names the batch; its deleter runs when the batch is done with the display.
+  return std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
+                               [this, id](void*) {
+                                 std::lock_guard l(batch_mu_);
+                                 batches_.erase(id);
+                                 batch_cv_.notify_all();
+                               });
+}
+
+void OwnedDisplay::teardown() {
+  {
+    // Batches in flight are told to stop and waited for (bounded) before anything they use is
+    // freed; a batch that outlives the bound keeps the objects (leaked, never freed under it).
+    std::unique_lock lock(batch_mu_);
+    destroyed_ = true;
+    for (auto& [id, cancel] : batches_) {
+      if (cancel) cancel();
+    }
+    if (!batch_cv_.wait_for(lock, std::chrono::milliseconds(kBatchDrainBoundMs),
+                            [this] { return batches_.empty(); })) {
+      (void)watcher_.release();
+      (void)capturer_.release();
+      dpy_.store(nullptr);
+    }
+  }
+  destroyed_ = true;
+  std::shared_ptr<DisplayAttachment> attached;
+  {
+    std::lock_guard lock(attachment_mu_);
+    attached = std::move(attachment_);
+  }
+  // A server that already exited: force the connection into its error state without Xlib
+  // (shut the socket, let XCB see EOF), so that nothing below makes an Xlib call on it.
+  if (::Display* dead = dpy_.load(); dead && xvfb_ && xvfb_->exited() && !x_connection_dead(dead)) {
+    ::shutdown(ConnectionNumber(dead), SHUT_RDWR);
+    if (xcb_connection_t* c = XGetXCBConnection(dead)) {
+      std::free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nullptr));
+    }
+  }
+  // Before the connection closes: the attachment may still need it (and x_mutex).
+  if (attached) attached->detach();
+  {
+    std::lock_guard lock(x_mutex_);
+    watcher_.reset();
+    capturer_.reset();
+    ::Display* dpy = dpy_.exchange(nullptr);
+    if (dpy) close_x_connection(dpy);
+  }
+  // Xvfb removes its own lock file and socket on TERM; we never touch them.
+  if (xvfb_) xvfb_->stop(DisplayManager::kXvfbStopBoundMs);
+  if (!dir_.empty()) {
+    (void)remove_tree(dir_);
+    dir_.clear();
+  }
+}
+
+}  // namespace evident

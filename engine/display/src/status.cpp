@@ -1,0 +1,121 @@
+// `display status`: the readiness layers, probed fresh on every call.
+#include "evident/display/display.h"
+
+#include <X11/Xlib.h>
+#include <X11/extensions/XTest.h>
+#include <sys/stat.h>
+
+// Xlib defines Status as a macro (int); ours is evident::Status.
+#undef Status
+
+#include "evident/display/x11.h"
+#include "display_internal.h"
+
+namespace evident {
+
+using namespace display_detail;
+
+Result<DisplayStatus> DisplayManager::status(int id, const std::string& generation) {
+  auto got = get(id, generation);
+  if (!got.ok()) return got.error();
+  OwnedDisplay& d = **got;
+  DisplayStatus out;
+  const std::string recreate = "destroy the display and create a new one";
+
+  // authority: the private cookie file is intact.
+  {
+    StatusLayer l{"authority", "ready", "", ""};
+    struct stat st{};
+    if (::lstat(d.auth_file_.c_str(), &st) != 0) {
+      l = {"authority", "blocked", "the auth file is missing", recreate};
+    } else if (!S_ISREG(st.st_mode) || (st.st_mode & 0777) != 0600 || st.st_uid != ::geteuid()) {
+      l = {"authority", "blocked", "the auth file is not a 0600 file of ours", recreate};
+    } else {
+      auto bytes = read_file(d.auth_file_, 4096);
+      auto cookie = bytes.ok() ? decode_xauth_cookie(*bytes) : std::nullopt;
+      if (!cookie || *cookie != d.cookie_) {
+        l = {"authority", "blocked", "the auth file does not hold this display's cookie", recreate};
+      } else {
+        l.detail = "MIT-MAGIC-COOKIE-1 in a 0600 file";
+      }
+    }
+    out.layers.push_back(l);
+  }
+  // x_connection: a NEW connection with the cookie opens and round-trips.
+  {
+    StatusLayer l{"x_connection", "ready", "", ""};
+    auto c = d.open_connection();
+    if (!c.ok()) {
+      l = {"x_connection", "blocked", "a new connection with the cookie was refused or failed",
+           recreate};
+    } else {
+      XSync(*c, False);
+      bool dead = x_connection_dead(*c);
+      close_x_connection(*c);
+      if (dead) {
+        l = {"x_connection", "blocked", "the server dropped the connection", recreate};
+      } else {
+        l.detail = "connected to " + d.info_.name + " and round-tripped";
+      }
+    }
+    out.layers.push_back(l);
+  }
+  // target_display first: when our Xvfb is gone, the persistent connection must not be used.
+  const bool running = d.xvfb_ && !d.xvfb_->exited();
+  StatusLayer target{"target_display", "ready", "", ""};
+  {
+    bool current = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = displays_.find(id);
+      current = it != displays_.end() && it->second.get() == &d && !d.destroyed_.load();
+    }
+    if (!running) {
+      target = {"target_display", "blocked", "the Xvfb process has exited", recreate};
+    } else if (!current) {
+      target = {"target_display", "blocked", "the display was destroyed", "create a new display"};
+    } else {
+      target.detail = "Xvfb pid " + std::to_string(d.info_.xvfb_pid) + " running, generation current";
+    }
+  }
+  // capture and input_backend use the persistent connection.
+  {
+    std::lock_guard lock(d.x_mutex_);
+    ::Display* dpy = d.dpy_.load();
+    auto usable = [&] { return running && dpy != nullptr && !x_connection_dead(dpy); };
+    StatusLayer cap{"capture", "unknown", "the display's connection is broken", recreate};
+    StatusLayer in{"input_backend", "unknown", "the display's connection is broken", recreate};
+    if (usable()) {
+      if (!d.capturer_) {
+        cap = {"capture", "blocked", "no capturer", recreate};
+      } else {
+        auto img = d.capturer_->grab();
+        if (img.ok()) {
+          cap = {"capture", "ready",
+                 std::string(d.capturer_->using_shm() ? "MIT-SHM" : "XGetImage") + " capture of " +
+                     std::to_string(img->width) + "x" + std::to_string(img->height),
+                 ""};
+        } else {
+          cap = {"capture", "blocked", img.error().message, recreate};
+        }
+      }
+    }
+    if (usable()) {
+      int ev = 0, err = 0, major = 0, minor = 0;
+      if (XTestQueryExtension(dpy, &ev, &err, &major, &minor)) {
+        in = {"input_backend", "ready",
+              "XTEST " + std::to_string(major) + "." + std::to_string(minor), ""};
+      } else {
+        in = {"input_backend", "blocked", "the X server lacks XTEST", recreate};
+      }
+    }
+    out.layers.push_back(cap);
+    out.layers.push_back(in);
+  }
+  out.layers.push_back(target);
+  out.ready = std::all_of(out.layers.begin(), out.layers.end(),
+                          [](const StatusLayer& l) { return l.state == "ready"; });
+  return out;
+}
+
+}  // namespace evident
