@@ -492,12 +492,19 @@ void SessionRepliesGolden::run_all() {
   failure("close: the display died after finish (cleanup still completes)", "finished", "close",
           [&](Ses&) { world_.display_dead = true; }, [&] { world_.display_dead = false; });
 
-  // ---- Signing at close fails (the state dir has no usable signing key): the receipt is
-  // withdrawn and the session ends failed (sign-failed).
-  t_->section("close: signing fails (no signing key)");
+  // ---- Signing at close fails (the state dir's signing key is unusable: readable by others):
+  // the receipt is withdrawn and the session ends failed (sign-failed). The keys directory
+  // itself is fine, so the host id still works on a machine without /etc/machine-id.
+  t_->section("close: signing fails (no usable signing key)");
   {
-    fs::create_directories(root_ / "signing-state");
-    std::ofstream(root_ / "signing-state/keys") << "not a directory\n";
+    const fs::path keys = root_ / "signing-state/keys";
+    fs::create_directories(keys);
+    fs::permissions(keys, fs::perms::owner_all, fs::perm_options::replace);
+    std::ofstream(keys / "signing.key") << "not a key\n";
+    fs::permissions(keys / "signing.key",
+                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                        fs::perms::others_read,
+                    fs::perm_options::replace);
     SessionOptions o = options();
     o.evidence = std::make_shared<SessionEvidence>((root_ / "signing-state").string());
     std::unique_ptr<SessionManager> main = std::move(mgr_);
