@@ -51,7 +51,7 @@ std::string gemini(std::string_view parts) {
          R"(]},"finishReason":"STOP"}],"modelVersion":"m"})";
 }
 
-TEST(Registry, EveryContractAdapterIsRegistered) {
+TEST(Registry, EveryDocumentedAdapterIsRegistered) {
   std::vector<std::string_view> want = {"anthropic-computer-20250124", "anthropic-computer-20251124",
                                         "anthropic-toolset-20260801",  "openai-computer",
                                         "openai-computer-use-preview", "gemini-computer-use",

@@ -1,4 +1,4 @@
-// Proves the strict parser refuses everything the contract forbids and keeps valid input intact.
+// Proves the strict parser refuses everything the protocol forbids (docs/protocol.md §8) and keeps valid input intact.
 #include <gtest/gtest.h>
 
 #include "evident/core/json.h"

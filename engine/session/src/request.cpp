@@ -64,7 +64,7 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
       EVIDENT_TRY(f.only({"op", "display_id", "generation", "app_id", "attempt_id", "job_sha256"}));
       if (!take(f.integer("display_id", 0, kMaxSafeInteger), &req.display_id, &err)) return err;
       // Generation and app id contents are judged against live state (a malformed
-      // generation is a mismatch, contract §3), so only their type is checked here.
+      // generation is a mismatch, docs/protocol.md §3), so only their type is checked here.
       if (!take(f.string("generation", 0, 256), &req.generation, &err)) return err;
       if (!take(f.string("app_id", 0, 256), &req.app_id, &err)) return err;
       if (!take(f.string("attempt_id", 1, 256), &req.attempt_id, &err)) return err;

@@ -122,7 +122,7 @@ TEST(SessionX11, FullSessionTypesTriggerAndProducesVerifiedReceipt) {
   EXPECT_EQ(code_of(b2), "ok") << b2.dump();
 }
 
-// Every refusal of the contract executes no input (the app's log gains no press) and leaves
+// Every refusal the protocol names executes no input (the app's log gains no press) and leaves
 // the sequence where it was; a marker click afterwards shows the log is live and in order.
 TEST(SessionX11, RefusalsInjectNothingAndDoNotAdvance) {
   EngineHarness h;

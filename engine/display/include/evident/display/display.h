@@ -168,7 +168,7 @@ struct AppInfo {
   bool alive = false;
   std::optional<int> exit_status;  // exit code, or 128+signal
   std::string log_path;            // private 0600 file with the app's stdout+stderr
-  // Contract shape for launch: {"app_id","display_id","generation","pid","argv_sha256"}.
+  // The protocol's shape for launch (docs/protocol.md §3): {"app_id","display_id","generation","pid","argv_sha256"}.
   Json to_json() const;
   // For `app list`: the launch shape plus "alive" and "exit_status" (int or null).
   Json to_list_json() const;

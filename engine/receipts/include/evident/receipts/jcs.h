@@ -1,5 +1,5 @@
 // RFC 8785 (JCS) canonical JSON and the domain-separated digests of the receipt format
-// (docs/receipts.md). Only the content the contract allows is accepted: objects, arrays,
+// (docs/receipts.md). Only the content the protocol allows is accepted: objects, arrays,
 // strings, booleans, null and integers within ±(2^53−1).
 #pragma once
 

@@ -32,7 +32,7 @@ struct SessionFrame {
   int height = 0;
 };
 
-// The outcome of one executed action (contract §4 result, as data).
+// The outcome of one executed action (docs/protocol.md §4 result, as data).
 struct SessionActionOutcome {
   std::string status;  // "ok" | "injected" | "failed"
   std::string detail;  // never contains typed text or key names
@@ -52,7 +52,7 @@ class SessionLease {
   // Runs one validated action (the caller holds no other lock); never throws.
   virtual SessionActionOutcome execute(const Action& action, int index) = 0;
   // Waits, after the last input, until the display shows no change for the protocol's quiet
-  // time, at most `cap_ms` after that input (contract §4 settle, anchored at the last input).
+  // time, at most `cap_ms` after that input (docs/protocol.md §4 settle, anchored at the last input).
   // Returns the outcome's name: "settled" | "still_loading" | "fixed" (no input to settle) |
   // "off" (no change watcher on this display).
   virtual std::string settle(std::int64_t cap_ms) = 0;

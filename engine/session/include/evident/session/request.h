@@ -1,4 +1,4 @@
-// One request of the externally driven session protocol (contract §5), parsed strictly.
+// One request of the externally driven session protocol (docs/protocol.md §5), parsed strictly.
 #pragma once
 
 #include <cstddef>
