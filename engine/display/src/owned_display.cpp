@@ -85,8 +85,7 @@ void OwnedDisplay::teardown() {
     }
     if (!batch_cv_.wait_for(lock, std::chrono::milliseconds(kBatchDrainBoundMs),
                             [this] { return batches_.empty(); })) {
-      (void)watcher_.release();
-      (void)capturer_.release();
+      (void)extension_.release();
       dpy_.store(nullptr);
     }
   }
@@ -108,8 +107,7 @@ void OwnedDisplay::teardown() {
   if (attached) attached->detach();
   {
     std::lock_guard lock(x_mutex_);
-    watcher_.reset();
-    capturer_.reset();
+    extension_.reset();
     ::Display* dpy = dpy_.exchange(nullptr);
     if (dpy) close_x_connection(dpy);
   }

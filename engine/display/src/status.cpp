@@ -86,18 +86,10 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
     StatusLayer cap{"capture", "unknown", "the display's connection is broken", recreate};
     StatusLayer in{"input_backend", "unknown", "the display's connection is broken", recreate};
     if (usable()) {
-      if (!d.capturer_) {
+      if (!d.extension_ || !options_.readiness) {
         cap = {"capture", "blocked", "no capturer", recreate};
       } else {
-        auto img = d.capturer_->grab();
-        if (img.ok()) {
-          cap = {"capture", "ready",
-                 std::string(d.capturer_->using_shm() ? "MIT-SHM" : "XGetImage") + " capture of " +
-                     std::to_string(img->width) + "x" + std::to_string(img->height),
-                 ""};
-        } else {
-          cap = {"capture", "blocked", img.error().message, recreate};
-        }
+        cap = options_.readiness->probe(*d.extension_, recreate);
       }
     }
     if (usable()) {

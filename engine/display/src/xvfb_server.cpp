@@ -80,10 +80,9 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
   d->xvfb_ = std::move(*child);
   d->info_.xvfb_pid = d->xvfb_->pid();
   wr.reset();  // so EOF on rd means the server closed (or died)
-  // While Xvfb starts (~100 ms, on the other core), make and populate the capturer's shared
-  // segment: the first frame then costs ~9 ms instead of 12-16 ms. 4 bytes per pixel covers
-  // both depths. Without it (shmget refused) the capturer makes its own, as before.
-  auto prepared = ShmSegment::create(static_cast<std::size_t>(o.width) * o.height * 4, true);
+  // While Xvfb starts (~100 ms, on the other core): the readiness step's preparation (the
+  // service's capture populates its shared segment here; docs/displays.md).
+  std::shared_ptr<void> prepared = options_.readiness ? options_.readiness->prepare(o) : nullptr;
 
   // Xvfb writes "N\n" to the displayfd once it accepts connections.
   std::string number;
@@ -127,14 +126,14 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
   auto conn = open_x_connection(d->info_.name, d->cookie_);
   if (!conn.ok()) return fail("display-start-failed", conn.error().message);
   d->dpy_ = *conn;
-  if (auto st = make_ready(*d, prepared.ok() ? &*prepared : nullptr); !st.ok()) {
+  if (auto st = make_ready(*d, prepared); !st.ok()) {
     return fail(st.error().code, st.error().message);
   }
   d->info_.ready_us = steady_us() - t0;
   return d;
 }
 
-Status DisplayManager::make_ready(OwnedDisplay& d, ShmSegment* prepared) {
+Status DisplayManager::make_ready(OwnedDisplay& d, std::shared_ptr<void> prepared) {
   std::lock_guard lock(d.x_mutex_);
   ::Display* dpy = d.dpy_.load();
   int ev = 0, err = 0, major = 0, minor = 0;
@@ -163,18 +162,12 @@ Status DisplayManager::make_ready(OwnedDisplay& d, ShmSegment* prepared) {
   if (DisplayWidth(dpy, screen) != d.info_.width || DisplayHeight(dpy, screen) != d.info_.height) {
     return make_error("display-not-ready", "the screen has the wrong size");
   }
-  CaptureOptions capture_options;
-  capture_options.shm = prepared;
-  auto capturer = Capturer::create(dpy, capture_options);
-  if (!capturer.ok()) return capturer.error();
-  // The first frame: the whole framebuffer read into the capturer's own buffer (its MIT-SHM
-  // segment: the path every later frame takes). Converting it to RGB (grab) would prove nothing
-  // more about the display and cost as much again: fresh pages fault at ~5 us each here.
-  if (auto st = (*capturer)->fetch_frame(); !st.ok()) return st.error();
-  auto watcher = ChangeWatcher::create(dpy);
-  if (!watcher.ok()) return watcher.error();
-  d.capturer_ = std::move(*capturer);
-  d.watcher_ = std::move(*watcher);
+  // The higher layer's part (the service: a capturer, its first full frame, a change watcher).
+  if (options_.readiness) {
+    auto extension = options_.readiness->attach(dpy, std::move(prepared));
+    if (!extension.ok()) return extension.error();
+    d.extension_ = std::move(*extension);
+  }
   if (x_connection_dead(dpy)) return make_error("display-not-ready", "the X connection broke");
   return {};
 }

@@ -13,6 +13,7 @@
 #include "evident/core/sha256.h"
 #include "evident/display/display.h"
 #include "evident/display/x11.h"
+#include "evident/service/display_capture.h"
 #include "evident/testing/files.h"
 #include "evident/testing/process.h"
 #include "evident/testing/xvfb.h"
@@ -29,6 +30,7 @@ class DisplayTest : public ::testing::Test {
   void SetUp() override {
     DisplayManagerOptions o;
     o.runtime_dir = dir_ + "/rt";
+    o.readiness = capture_readiness();  // as the Engine has it: capture is part of readiness
     mgr_ = std::make_unique<DisplayManager>(o);
   }
   testing::TempDir tmp_;  // declared first: removed after the manager is gone
@@ -74,7 +76,7 @@ TEST_F(DisplayTest, CreateStatusScreenshotDestroy) {
   Result<PngFrame> frame = make_error("x", "x");
   {
     std::lock_guard lock((*d)->x_mutex());
-    frame = (*d)->capturer()->capture_png();
+    frame = display_capturer(**d)->capture_png();
   }
   ASSERT_TRUE(frame.ok());
   std::string png = dir_ + "/shot.png";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "evident/display/display.h"
+#include "evident/service/display_capture.h"
 #include "evident/testing/files.h"
 #include "evident/testing/process.h"
 
@@ -23,6 +24,7 @@ constexpr std::int64_t kWaitMs = 30000;
 TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   const std::string dir = testing::make_temp_dir();
   DisplayManagerOptions o;
+  o.readiness = capture_readiness();  // as the Engine has it: capture is part of readiness
   o.runtime_dir = dir + "/rt";
   o.warm = {{320, 240, 24, 96}, {320, 240, 24, 96}};  // a duplicate is kept once
   auto mgr = std::make_unique<DisplayManager>(o);
@@ -57,9 +59,9 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
     // Ready: a screenshot of the right size works on the leased display.
     {
       std::lock_guard lock((*d)->x_mutex());
-      EXPECT_NE((*d)->capturer(), nullptr);
-      if ((*d)->capturer()) {
-        auto img = (*d)->capturer()->grab();
+      EXPECT_NE(display_capturer(**d), nullptr);
+      if (display_capturer(**d)) {
+        auto img = display_capturer(**d)->grab();
         EXPECT_TRUE(img.ok());
         if (img.ok()) {
           EXPECT_EQ(img->width, 320);
@@ -95,7 +97,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   EXPECT_TRUE(generations.insert((*other)->info().generation).second);
   {
     std::lock_guard lock((*other)->x_mutex());
-    auto img = (*other)->capturer()->grab();
+    auto img = display_capturer(**other)->grab();
     ASSERT_TRUE(img.ok());
     EXPECT_EQ(img->width, 640);
   }
@@ -137,6 +139,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
 TEST(WarmPoolTest, EmptyPoolIsInert) {
   const std::string dir = testing::make_temp_dir();
   DisplayManagerOptions o;
+  o.readiness = capture_readiness();  // as the Engine has it: capture is part of readiness
   o.runtime_dir = dir + "/rt";
   DisplayManager mgr(o);
   EXPECT_TRUE(mgr.wait_warm(0));

@@ -17,6 +17,7 @@
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
 #include "evident/display/display.h"
+#include "evident/service/display_capture.h"
 #include "evident/session/manager.h"
 #include "ops_common.h"
 #include "session_backend.h"
@@ -168,6 +169,7 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
       cb(name, WarmDisplaySize{o.width, o.height, o.depth, o.dpi});
     };
   }
+  dm.readiness = capture_readiness();  // the service attaches capture to every display
   impl_->displays = std::make_unique<DisplayManager>(dm);
   impl_->browsers = std::make_unique<BrowserManager>(
       *impl_->displays, BrowserManagerOptions{impl_->options.runtime_dir});

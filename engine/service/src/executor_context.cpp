@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "display_input.h"
+#include "evident/service/display_capture.h"
 
 namespace evident {
 
@@ -22,8 +23,8 @@ Result<ExecutorContext> executor_context_for(const std::shared_ptr<OwnedDisplay>
     std::lock_guard<std::mutex> lock(display->x_mutex());
     if (!display->dpy() || !display->alive()) return display_dead_error();
     ctx.dpy = display->dpy();
-    ctx.capturer = display->capturer();
-    ctx.watcher = display->change_watcher();
+    ctx.capturer = display_capturer(*display);
+    ctx.watcher = display_change_watcher(*display);
   }
   ctx.dpy_mutex = &display->x_mutex();
   ctx.width = display->info().width;

@@ -10,6 +10,7 @@
 #include "evident/capture/capture.h"
 #include "evident/core/fs.h"
 #include "evident/display/display.h"
+#include "evident/service/display_capture.h"
 
 namespace evident {
 
@@ -90,7 +91,7 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
     // alive() takes x_mutex itself: probe it before locking (it is not recursive).
     if ((*d)->alive()) {
       std::lock_guard lock((*d)->x_mutex());
-      if ((*d)->capturer()) frame = (*d)->capturer()->capture_png();
+      if (Capturer* capturer = display_capturer(**d)) frame = capturer->capture_png();
     }
     if (!frame.ok()) return frame.error();
     if (auto st = write_file_atomic(*out, frame->bytes, 0600); !st.ok()) {

@@ -16,6 +16,7 @@
 #include "evident/display/display.h"
 #include "evident/display/windows.h"
 #include "evident/display/x11.h"
+#include "evident/service/display_capture.h"
 
 namespace evident {
 namespace {
@@ -94,8 +95,9 @@ Result<pid_t> app_pid_on(DisplayManager& dm, const std::string& app_id, const Di
 Result<RawImage> grab(OwnedDisplay& d, const Rect& r) {
   if (!d.alive()) return display_dead_error();
   std::lock_guard lock(d.x_mutex());
-  if (!d.dpy() || !d.capturer()) return display_dead_error();
-  return d.capturer()->grab_region(r.x, r.y, r.width, r.height);
+  Capturer* capturer = display_capturer(d);
+  if (!d.dpy() || !capturer) return display_dead_error();
+  return capturer->grab_region(r.x, r.y, r.width, r.height);
 }
 
 Result<std::string> absolute_out(const JsonFields& f) {

@@ -4,6 +4,7 @@
 #include "evident/actions/executor.h"
 #include "executor_context.h"
 #include "evident/core/random.h"
+#include "evident/service/display_capture.h"
 
 namespace evident {
 namespace {
@@ -41,7 +42,8 @@ class DisplayLease final : public SessionLease {
     Result<PngFrame> frame = make_error("session-display-lost", "the session's display is gone");
     {
       std::lock_guard<std::mutex> lock(d_->x_mutex());
-      if (d_->dpy() && d_->capturer() && d_->alive()) frame = d_->capturer()->capture_png();
+      Capturer* capturer = display_capturer(*d_);
+      if (d_->dpy() && capturer && d_->alive()) frame = capturer->capture_png();
     }
     if (!frame.ok()) return frame.error();
     SessionFrame f;

@@ -2,7 +2,7 @@
 // Error ids (docs/errors.md): display-not-found, display-generation-mismatch,
 // display-start-failed, display-not-ready, display-limit, display-dead, display-args,
 // app-not-found, app-launch-failed, app-exited, app-window-timeout, app-limit, app-args,
-// engine-shutting-down, capture-* (from the capture module).
+// engine-shutting-down; a DisplayReadiness adds its own (the service's capture: capture-*).
 #pragma once
 
 #include <sys/types.h>
@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "evident/capture/capture.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/protocol/protocol.h"
@@ -88,6 +87,30 @@ class DisplayAttachment {
   virtual void detach() = 0;
 };
 
+// State a higher layer makes on the display's persistent connection as part of its readiness
+// (the service's capturer and change watcher: evident/service/display_capture.h). It lives as long
+// as the display and is destroyed under x_mutex() before the connection closes.
+class DisplayExtension {
+ public:
+  virtual ~DisplayExtension() = default;
+};
+
+// The readiness step a higher layer adds to every display the manager starts (creates and warm-pool
+// starts alike): the service attaches capture this way, so this module never includes capture.
+class DisplayReadiness {
+ public:
+  virtual ~DisplayReadiness() = default;
+  // Right after Xvfb was spawned, while it boots; no X connection yet. The result goes to attach().
+  virtual std::shared_ptr<void> prepare(const DisplayOptions& options) = 0;
+  // Under x_mutex(), on the ready persistent connection (the display's own checks passed). An error
+  // fails the start with its code.
+  virtual Result<std::unique_ptr<DisplayExtension>> attach(::Display* dpy,
+                                                           std::shared_ptr<void> prepared) = 0;
+  // The `capture` layer of `display status`, under x_mutex() with a usable connection; `fix` is the
+  // remedy to name when blocked.
+  virtual StatusLayer probe(DisplayExtension& extension, const std::string& fix) = 0;
+};
+
 class OwnedDisplay {
  public:
   ~OwnedDisplay();
@@ -101,9 +124,9 @@ class OwnedDisplay {
   // The persistent connection; nullptr after destroy. Hold x_mutex().
   ::Display* dpy() { return dpy_.load(); }
   std::mutex& x_mutex() { return x_mutex_; }
-  // Created once when the display became ready; nullptr after destroy. Hold x_mutex().
-  Capturer* capturer() { return capturer_.get(); }
-  ChangeWatcher* change_watcher() { return watcher_.get(); }
+  // What the manager's DisplayReadiness attached when the display became ready; nullptr without
+  // one and after destroy. Hold x_mutex().
+  DisplayExtension* extension() { return extension_.get(); }
   const std::string& auth_file() const { return auth_file_; }
   const Cookie& cookie() const { return cookie_; }
 
@@ -146,8 +169,7 @@ class OwnedDisplay {
   std::unique_ptr<Child> xvfb_;
   std::mutex x_mutex_;
   std::atomic<::Display*> dpy_{nullptr};
-  std::unique_ptr<Capturer> capturer_;
-  std::unique_ptr<ChangeWatcher> watcher_;
+  std::unique_ptr<DisplayExtension> extension_;
   std::atomic<bool> destroyed_{false};
   std::mutex session_mu_;
   std::optional<std::string> session_holder_;
@@ -210,6 +232,9 @@ struct DisplayManagerOptions {
   // Called (from the pool's thread, no lock held) each time a pooled display became ready,
   // with its name (":N") and options. For logs; must not call back into the manager.
   std::function<void(const std::string& name, const DisplayOptions& options)> on_warm_ready;
+  // Part of every display's readiness, supplied by a higher layer (the Engine: capture). Null:
+  // nothing is attached and the `capture` layer of status is blocked ("no capturer").
+  std::shared_ptr<DisplayReadiness> readiness;
 };
 
 // Equal width, height, depth and dpi.
@@ -284,8 +309,8 @@ class DisplayManager {
     std::unique_ptr<Child> child;
   };
   Result<std::shared_ptr<OwnedDisplay>> start_display(const DisplayOptions& options);
-  // `prepared`: a segment made while Xvfb started, for the capturer (may be null).
-  Status make_ready(OwnedDisplay& d, ShmSegment* prepared);
+  // `prepared`: what options_.readiness->prepare made while Xvfb started (may be null).
+  Status make_ready(OwnedDisplay& d, std::shared_ptr<void> prepared);
   void stop_apps_of(int display_id, const std::string& generation);
   AppInfo snapshot(App& app);
   // Registers a started display under its number (retiring a dead predecessor); fails with
