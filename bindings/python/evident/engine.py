@@ -92,7 +92,8 @@ class Engine:
         """Sends one envelope and returns the reply object as is (``ok`` true or false)."""
         if self._closed:
             raise EngineError("engine-closed", "this Engine was closed; create a new one")
-        text = _dumps({"op": op, "args": args or {}})
+        body = args if isinstance(args, dict) else dict(args or {})  # json needs a dict
+        text = _dumps({"op": op, "args": body})
         reply_text = run_interruptible(self._backend.call, text, on_interrupt=on_interrupt,
                                        track=self._track)
         reply = json.loads(reply_text)

@@ -44,6 +44,10 @@ def _env() -> dict:
 
 
 def click_job(i: int, **extra) -> dict:
+    # A job on an unbuilt fixture app would only fail on the worker, after the waits time out.
+    missing = [p for p in (EVIDENT_BIN, FIXTURE_APP) if not os.access(p, os.X_OK)]
+    if missing:
+        pytest.fail(f"needs {', '.join(missing)} built (cmake --build build)", pytrace=False)
     return {"id": f"job-{i}", "callable": "fanout_jobs:click_fixture",
             "args": {"app": FIXTURE_APP, "clicks": i % 3 + 1, **extra},
             "display": {"width": 640, "height": 480}}
