@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "evident/core/fs.h"
+#include "evident/core/error_json.h"
 #include "evident/core/json.h"
 #include "evident/evidence/commitments.h"
 #include "evident/receipts/jcs.h"
@@ -18,8 +19,7 @@ constexpr std::uint64_t kMaxShowLimit = 100000;
 
 int emit_error(bool json, const Error& e, int status) {
   if (json) {
-    std::cout << dump_json(Json{{"ok", false},
-                                {"error", {{"code", e.code}, {"message", e.message}, {"retryable", e.retryable}}}})
+    std::cout << dump_json(error_response(e))
               << std::endl;
   } else {
     std::cerr << "evident: error [" << e.code << "]: " << e.message << std::endl;
@@ -220,9 +220,9 @@ std::optional<int> run_evidence_commands(EvidenceCli& cli, bool json) {
   }
   if (!ok) {
     if (json) {
-      std::cout << dump_json(Json{{"ok", false},
-                                  {"error", {{"code", "log-verify-failed"}, {"message", "failed checks: " + failed}, {"retryable", false}}},
-                                  {"checks", checks}})
+      Json refused = error_response(Error{"log-verify-failed", "failed checks: " + failed, false});
+      refused["checks"] = checks;
+      std::cout << dump_json(refused)
                 << std::endl;
     } else {
       std::cout << human << "run log verification failed: " << failed << "\n";

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "evident/core/error_json.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/core/utf8.h"
@@ -17,8 +18,7 @@ namespace {
 
 int usage_error(bool json, const std::string& message) {
   if (json) {
-    std::cout << dump_json(Json{{"ok", false},
-                                {"error", {{"code", "usage"}, {"message", message}, {"retryable", false}}}})
+    std::cout << dump_json(error_response(make_error("usage", message)))
               << std::endl;
   } else {
     std::cerr << "evident: usage error: " << message << "\n(run: evident verify --help)" << std::endl;

@@ -1,4 +1,5 @@
 #include "evident/receipts/verify.h"
+#include "evident/core/error_json.h"
 
 #include <sys/stat.h>
 
@@ -661,8 +662,7 @@ int run_verify_command(const std::string& path, const VerifyOptions& options, bo
                        std::ostream& out, VerifyExtension* extension) {
   auto fail = [&](const std::string& code, const std::string& message, int status) {
     if (json) {
-      out << dump_json(Json{{"ok", false},
-                            {"error", {{"code", code}, {"message", message}, {"retryable", false}}}})
+      out << dump_json(error_response(Error{code, message, false}))
           << "\n";
     } else {
       out << "error: " << message << " (" << code << ")\n";

@@ -1,6 +1,7 @@
 // The `evident report` command: load, render, write, print the outcome.
 #include <filesystem>
 
+#include "evident/core/error_json.h"
 #include "evident/core/fs.h"
 #include "evident/core/sha256.h"
 #include "evident/report/report.h"
@@ -11,8 +12,7 @@ int run_report_command(const ReportOptions& options, bool json, std::ostream& ou
                        std::ostream& err) {
   auto fail = [&](const Error& e, int status) {
     if (json) {
-      out << dump_json(Json{{"ok", false},
-                            {"error", {{"code", e.code}, {"message", e.message}, {"retryable", false}}}})
+      out << dump_json(error_response(Error{e.code, e.message, false}))
           << "\n";
     } else {
       err << "evident: error [" << e.code << "]: " << e.message << "\n";

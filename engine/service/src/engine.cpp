@@ -29,12 +29,6 @@ Json Actor::to_json() const {
   return Json{{"kind", "local_user"}, {"uid", uid}};
 }
 
-Json error_response(const Error& error) {
-  return Json{{"ok", false},
-              {"error", {{"code", error.code}, {"message", error.message},
-                         {"retryable", error.retryable}}}};
-}
-
 namespace {
 
 // Scratch of engines whose process is gone (a SIGKILLed daemon cannot clean up after itself):

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "evident/core/error_json.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
 #include "evident/receipts/receipt.h"
@@ -100,10 +101,7 @@ std::string SessionManager::handler_table_problems() {
 
 namespace {
 
-Json error_json(const Error& e) {
-  return Json{{"ok", false},
-              {"error", {{"code", e.code}, {"message", e.message}, {"retryable", e.retryable}}}};
-}
+Json error_json(const Error& e) { return error_response(e); }
 
 Json error_fields(const Error& e) { return Json{{"code", e.code}, {"message", e.message}}; }
 

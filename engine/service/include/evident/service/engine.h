@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "evident/core/clock.h"
+#include "evident/core/error_json.h"  // error_response, for the service's callers
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/protocol/protocol.h"
@@ -97,7 +98,5 @@ class Engine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-Json error_response(const Error& error);
 
 }  // namespace evident
