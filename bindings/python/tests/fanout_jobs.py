@@ -29,7 +29,11 @@ def click_fixture(ctx):
     wait_for(lambda: any(e["type"] == "ready" for e in _events(log)), 10, "the fixture app")
     hold = ctx.args.get("hold_dir")
     if hold:
-        Path(hold, f"{ctx.attempt_id}.started").write_text(json.dumps({"pid": os.getpid()}))
+        # Written under another name and renamed: the test globs *.started and must never read
+        # a file that exists but is still empty (write_text creates, then writes).
+        tmp = Path(hold, f"{ctx.attempt_id}.tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid()}))
+        os.replace(tmp, Path(hold, f"{ctx.attempt_id}.started"))
         wait_for(lambda: os.path.exists(os.path.join(hold, "release")), 120, "the release file")
     clicks = int(ctx.args.get("clicks", 1))
     with ctx.session(app) as s:
