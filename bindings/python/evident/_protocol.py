@@ -263,6 +263,14 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'disclosure-invalid': ErrorInfo('receipt', False, False),
     'disclosure-unavailable': ErrorInfo('receipt', False, False),
     'disclosure-unreadable': ErrorInfo('receipt', False, False),
+    'agent-frame': ErrorInfo('task', False, False),
+    'agent-task-args': ErrorInfo('task', False, False),
+    'agent-task-ended': ErrorInfo('task', False, False),
+    'agent-ocr-input': ErrorInfo('task', False, False),
+    'agent-ocr-unavailable': ErrorInfo('task', False, False),
+    'agent-ocr-failed': ErrorInfo('task', False, False),
+    'agent-ocr-target-missing': ErrorInfo('task', False, False),
+    'agent-policy-args': ErrorInfo('task', False, False),
 }
 
 ACTION_KINDS: Mapping[str, ActionKind] = {

@@ -15,7 +15,9 @@ class Observation:
     ``png`` is the image the model is shown (the engine's frame, scaled when the provider needs a
     smaller one), ``sha256`` its digest; ``tool_results`` is the provider-native content answering
     the previous turn's calls (None on the first turn); ``retry_prompt`` the provider-native
-    message asking again for a valid final answer (None unless the last answer was invalid)."""
+    message asking again for a valid final answer (None unless the last answer was invalid);
+    ``mode`` the task's mode (``stage`` | ``attest``); ``frame_sha256`` the digest of the display
+    frame the image was made from (equal to ``sha256`` unless the engine scaled it)."""
 
     png: bytes
     sha256: str
@@ -28,6 +30,8 @@ class Observation:
     tool_results: Any = None
     retry_prompt: Any = None
     results: List[Dict[str, Any]] = field(default_factory=list)
+    mode: str = "stage"
+    frame_sha256: str = ""
 
     @staticmethod
     def first(png: bytes, width: int, height: int, *, turns_left: int = 12, actions_left: int = 64,
