@@ -47,8 +47,11 @@ class FakeTaskLane:
     task, as the engine does); ``end_phase`` maps a turn index to a phase ended in an ok reply."""
 
     def __init__(self, backend: FakeBackend, tmp_path: Any, *, refuse: Optional[Dict[int, str]] = None,
-                 end_phase: Optional[Dict[int, str]] = None, block: Any = None) -> None:
+                 end_phase: Optional[Dict[int, str]] = None, block: Any = None,
+                 ended_error: Optional[Dict[str, Any]] = None, paths: bool = True) -> None:
         self.tmp = tmp_path
+        self.ended_error = ended_error
+        self.paths = paths      # False: frames after begin name no file (a remote daemon's)
         self.refuse = refuse or {}
         self.end_phase = end_phase or {}
         self.block = block
@@ -109,7 +112,8 @@ class FakeTaskLane:
         self.sequence += 1
         if index in self.end_phase:
             self.phase = self.end_phase[index]
-            return self.snap()
+            return self.snap(deadline_ms_left=None, ended={"reason": "failed", "error": self.ended_error,
+                                                            "cleanup_error": None})
         response = req["response"]
         if "result" in response:
             self.phase = "finished"
@@ -118,8 +122,13 @@ class FakeTaskLane:
                 "claims": response["result"], "binding": {"attempt_id": self.begin_req["attempt_id"]}},
                 receipt_path=str(self.tmp / "receipt.json"), evidence_dir=str(self.tmp))
         frame = self.frame()
+        if not self.paths:
+            del frame["path"]
+        # Each call answers with the frame, except a zoom call, which answers with its crop.
+        crop = png_of(3, 3, 200)
         tool_results = {"results": [{"id": c["id"], "status": "ok", "detail": "",
-                                     "png_base64": base64.b64encode(self.issued[-1]).decode()}
+                                     "png_base64": base64.b64encode(
+                                         crop if c["actions"][-1]["type"] == "zoom" else self.issued[-1]).decode()}
                                     for c in response["calls"]]}
         results = [{"call": i, "native_actions": [a["type"] for a in c["actions"]], "status": "ok",
                     "actions": []} for i, c in enumerate(response["calls"])]
@@ -213,6 +222,24 @@ def test_task_ended_without_receipt_in_an_ok_reply(lane_setup):
     with pytest.raises(AgentError) as info:
         run_task(display, "app-1", ScriptedPolicy([calls("screenshot")]), task=TASK, **POLICY)
     assert info.value.code == "agent-task-ended" and "failed" in info.value.message
+    # When the snapshot says why (ended.error), that error is raised with its class.
+    FakeTaskLane(backend, tmp, end_phase={0: "failed"},
+                 ended_error={"code": "task-action-failed", "message": "m", "retryable": False})
+    with pytest.raises(TaskError) as err:
+        run_task(display, "app-1", ScriptedPolicy([calls("screenshot")]), task=TASK, **POLICY)
+    assert err.value.code == "task-action-failed"
+
+
+def test_without_frame_files_the_policy_sees_the_tool_result_image_of_the_frame(lane_setup):
+    backend, engine, display, tmp = lane_setup
+    lane = FakeTaskLane(backend, tmp, paths=False)
+    zoom_last = {"calls": [{"id": "a", "actions": [{"type": "screenshot"}]},
+                           {"id": "b", "actions": [{"type": "zoom", "x": 0, "y": 0, "width": 3, "height": 3}]}]}
+    script = ScriptedPolicy([zoom_last, {"result": {}}])
+    run_task(display, "app-1", script, task=TASK, **POLICY)
+    # Turn 1: not the zoom's crop (the last image) but the frame, found by its digest.
+    assert script.observations[1].png == lane.issued[1]
+    assert script.observations[1].sha256 == script.observations[1].frame_sha256
 
 
 def test_policy_error_aborts_the_task(lane_setup):

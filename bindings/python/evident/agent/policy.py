@@ -16,8 +16,8 @@ class Observation:
     smaller one), ``sha256`` its digest; ``tool_results`` is the provider-native content answering
     the previous turn's calls (None on the first turn); ``retry_prompt`` the provider-native
     message asking again for a valid final answer (None unless the last answer was invalid);
-    ``mode`` the task's mode (``stage`` | ``attest``); ``frame_sha256`` the digest of the display
-    frame the image was made from (equal to ``sha256`` unless the engine scaled it)."""
+    ``mode`` the task's mode (``stage`` | ``attest``); ``frame_sha256`` the digest of the
+    full-display frame the image was made from (equal to ``sha256`` unless the engine scaled it)."""
 
     png: bytes
     sha256: str

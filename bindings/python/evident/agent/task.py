@@ -75,6 +75,15 @@ def _images_in(value: Any) -> Iterator[str]:
             yield from _images_in(v)
 
 
+def _object(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    """A snapshot counter (null once the task has ended: 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _decode(data: str) -> bytes:
     try:
         return base64.b64decode(data, validate=True)
@@ -205,37 +214,49 @@ class Task:
         return r if isinstance(r, dict) else None
 
     def observation(self) -> Observation:
-        """What the policy sees now: the last image the engine answered the previous turn with
-        (the model's view of the frame after it: scaled when the provider needs a smaller image,
-        a zoom's crop when the last call was a zoom), or the frame file on the first turn and
-        after a refused final answer; its size and digest, the counters and the engine's answer
-        to the previous turn."""
+        """What the policy sees now: the snapshot's ``frame`` (the image the model is shown: the
+        display frame, or the engine's scaled copy when the provider needs a smaller one), read
+        from the file it names with its digest checked, or, without a readable file, the image
+        of ``tool_results`` with that digest (else the last one); its size, the counters and
+        the engine's answer to the previous turn."""
         snap = self.snapshot
-        raw_frame = snap.get("frame")
-        frame: Dict[str, Any] = raw_frame if isinstance(raw_frame, dict) else {}
-        images = list(_images_in(snap.get("tool_results")))
-        png: Optional[bytes] = _decode(images[-1]) if images else None
-        if png is None:
-            path = frame.get("path")
-            if not isinstance(path, str) or not path:
-                raise AgentError("agent-frame", "the snapshot carries no image and no frame path")
+        frame = _object(snap.get("frame"))
+        want = frame.get("sha256")
+        png: Optional[bytes] = None
+        path = frame.get("path")
+        if isinstance(path, str) and path:
             try:
                 with open(path, "rb") as f:
                     png = f.read()
             except OSError:
-                raise AgentError("agent-frame", "the frame file named by the snapshot cannot be read") from None
-            if hashlib.sha256(png).hexdigest() != frame.get("sha256"):
+                png = None
+            if png is not None and hashlib.sha256(png).hexdigest() != want:
                 raise AgentError("agent-frame", "the frame file's digest differs from the snapshot's")
+        if png is None:
+            images = [_decode(i) for i in _images_in(snap.get("tool_results"))]
+            matching = [i for i in images if hashlib.sha256(i).hexdigest() == want]
+            png = matching[-1] if matching else (images[-1] if images else None)
+        if png is None:
+            raise AgentError("agent-frame", "the snapshot names no readable frame and carries no image")
         width, height = _png_size(png)
         results = snap.get("results")
+        display_frame = _object(snap.get("display_frame")) or frame
         return Observation(
             png=png, sha256=hashlib.sha256(png).hexdigest(), width=width, height=height,
-            turn=int(snap.get("turn_count", 0)), turns_left=int(snap.get("turns_left", 0)),
-            actions_left=int(snap.get("actions_left", 0)),
-            deadline_ms_left=int(snap.get("deadline_ms_left", 0)),
+            turn=_int(snap.get("turn_count")), turns_left=_int(snap.get("turns_left")),
+            actions_left=_int(snap.get("actions_left")),
+            deadline_ms_left=_int(snap.get("deadline_ms_left")),
             tool_results=snap.get("tool_results"), retry_prompt=snap.get("retry_prompt"),
             results=list(results) if isinstance(results, list) else [], mode=self.mode,
-            frame_sha256=str(frame.get("sha256", "")))
+            frame_sha256=str(display_frame.get("sha256", "")))
+
+    def ended_error(self) -> EvidentError:
+        """Why an ended task has no receipt: the engine's error in ``ended.error`` (mapped to
+        its class), else ``agent-task-ended``."""
+        err = _object(self.snapshot.get("ended")).get("error")
+        if isinstance(err, Mapping) and isinstance(err.get("code"), str):
+            return error_from_reply({"ok": False, "error": err})
+        return AgentError("agent-task-ended", f"the engine ended the task without a receipt (phase {self.phase})")
 
     def __repr__(self) -> str:
         return f"<evident.agent.Task {self.task_id} {self.mode} seq={self.sequence} phase={self.phase}>"
@@ -312,8 +333,9 @@ def run_task(display: DisplayRef, app: Any, policy: Policy, *, task: str, mode: 
 
     A refused turn raises the engine's error (``TaskError`` & co.; the engine has ended the
     task, and nothing of that turn ran); an error in the policy, or Ctrl-C, aborts the task
-    and propagates. A task the engine ended without a receipt (failed, aborted, expired)
-    raises ``TaskError("agent-task-ended")``."""
+    and propagates. A task the engine ended without a receipt (failed, aborted, expired) in
+    a reply that was not an error raises the error the snapshot's ``ended`` names (else
+    ``TaskError("agent-task-ended")``)."""
     if not isinstance(task, str) or not task:
         raise AgentError("agent-task-args", "task must be a non-empty string")
     caller = engine if engine is not None else display.engine
@@ -339,7 +361,7 @@ def run_task(display: DisplayRef, app: Any, policy: Policy, *, task: str, mode: 
         raise
     receipt = t.receipt
     if t.phase != "finished" or receipt is None:
-        raise AgentError("agent-task-ended", f"the engine ended the task without a receipt (phase {t.phase})")
+        raise t.ended_error()
     snap = t.snapshot
     return TaskRun(task_id=t.task_id, mode=t.mode, attempt_id=attempt, policy=declared, receipt=receipt,
                    receipt_path=snap.get("receipt_path") if isinstance(snap.get("receipt_path"), str) else None,
