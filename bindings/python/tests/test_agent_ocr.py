@@ -208,3 +208,24 @@ def test_attest_never_types(evident_display, evident_app, tmp_path):
     # Nothing was submitted: the answer says so rather than claiming the result.
     assert policy(attest1) == {"result": {"result_line": None, "confirmed": False}}
     assert not policy.submitted
+
+
+def test_looks_again_while_the_form_is_not_on_screen_then_gives_up():
+    import io
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.new("RGB", (320, 200), (0, 0, 0)).save(buf, "PNG")       # an empty Xvfb screen
+    obs = Observation.first(buf.getvalue(), 320, 200)
+    policy = OcrFormPolicy(VALUES, patience=2, model="tesseract test")
+    look = {"calls": [{"id": "ocr-0-0", "actions": [{"type": "wait", "ms": 1000}, {"type": "screenshot"}]}]}
+    assert policy(obs) == look and policy(obs) == look
+    with pytest.raises(AgentError) as info:
+        policy(obs)
+    assert info.value.code == "agent-ocr-target-missing" and not policy.submitted
+    # Never when too few turns remain to fill in the form and answer.
+    late = Observation.first(buf.getvalue(), 320, 200, turns_left=2)
+    with pytest.raises(AgentError):
+        OcrFormPolicy(VALUES, model="tesseract test")(late)
+    anthropic = OcrFormPolicy(VALUES, adapter="anthropic-computer-20250124", model="tesseract test")
+    assert [b["input"] for b in anthropic(obs)["content"]] == [{"action": "wait", "duration": 1},
+                                                              {"action": "screenshot"}]

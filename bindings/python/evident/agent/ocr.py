@@ -308,7 +308,8 @@ class OcrFormPolicy:
 
     Stage: turn 0 finds the fields and the button and fills and submits the form in one turn
     (per field a triple click, which selects what is there, and the text typed over it; then a
-    click on the button). Later turns look for the result line; while it is not there the policy
+    click on the button). When they are not on screen yet it waits a second and looks again,
+    at most ``patience`` times, then gives up (``agent-ocr-target-missing``). Later turns look for the result line; while it is not there the policy
     asks for one more screenshot, so a slow app costs a turn, not a guess. Attest: turn 0 asks
     for a screenshot (no input), turn 1 reads the result. The final answer is
     ``{"result_line": <the line as read>, "confirmed": <every value is in it>}``.
@@ -322,7 +323,9 @@ class OcrFormPolicy:
     model: str = ""
     tesseract: str = "tesseract"
     timeout_s: float = DEFAULT_OCR_TIMEOUT_S
+    patience: int = 2
     submitted: bool = field(default=False, init=False)
+    looks: int = field(default=0, init=False)
     turns: int = field(default=0, init=False)
     layouts: List[FormLayout] = field(default_factory=list, init=False)
 
@@ -355,7 +358,15 @@ class OcrFormPolicy:
             if obs.turns_left > 1:
                 return self._calls(obs.turn, [[{"action": "screenshot"}]])
             return self._final(lines)
-        layout = locate_form(obs.png, list(self.values), self.submit, words=words)
+        try:
+            layout = locate_form(obs.png, list(self.values), self.submit, words=words)
+        except AgentError as e:
+            # Not (yet) on screen: look again after a second, a bounded number of times, while
+            # turns remain for filling in and answering.
+            if e.code != "agent-ocr-target-missing" or self.looks >= self.patience or obs.turns_left <= 2:
+                raise
+            self.looks += 1
+            return self._calls(obs.turn, [[{"action": "wait", "duration": 1}, {"action": "screenshot"}]])
         self.layouts.append(layout)
         calls: List[List[Dict[str, Any]]] = []
         for label, text in self.values.items():
@@ -397,6 +408,8 @@ def _to_evident(action: Mapping[str, Any]) -> Dict[str, Any]:
     kind = action["action"]
     if kind == "screenshot":
         return {"type": "screenshot"}
+    if kind == "wait":
+        return {"type": "wait", "ms": int(action["duration"]) * 1000}
     if kind == "type":
         return {"type": "type", "text": action["text"]}
     x, y = action["coordinate"]
