@@ -284,27 +284,32 @@ Status InputDevice::sync_checked(const char* what) {
 Status InputDevice::finish_checked(const char* what, std::pair<int, int>* pointer_after) {
   down_after_.reset();
   if (!pointer_after) return sync_checked(what);
-  // A reply comes after the server processed every earlier request, and the errors of those
-  // requests are read (and recorded by the error handler) before it: as exact as XSync. The
-  // keymap query rides in the same flush (XCB, queued ahead of the pointer query), so the keys
-  // and buttons down after these events cost no round trip of their own.
+  // One round trip, as exact as XSync: both queries go to XCB on the Xlib connection, after
+  // Xlib's buffered requests (the input events), in one flush; their replies come after the
+  // server processed every earlier request. (An Xlib XQueryPointer here made a second round
+  // trip: Xlib waited for the keymap reply before it sent its own request.) The errors of the
+  // earlier requests arrived ahead of the replies; XEventsQueued hands them to the error
+  // handler without another round trip, so take_error() sees them.
   xcb_connection_t* c = XGetXCBConnection(dpy_);
   const xcb_query_keymap_cookie_t kc = xcb_query_keymap(c);
-  Window root = 0, child = 0;
-  int rx = 0, ry = 0, wx = 0, wy = 0;
-  unsigned mask = 0;
-  const Bool same = XQueryPointer(dpy_, DefaultRootWindow(dpy_), &root, &child, &rx, &ry, &wx, &wy,
-                                  &mask);
+  const xcb_query_pointer_cookie_t pc =
+      xcb_query_pointer(c, static_cast<xcb_window_t>(DefaultRootWindow(dpy_)));
   std::unique_ptr<xcb_query_keymap_reply_t, decltype(&std::free)> kr(
       xcb_query_keymap_reply(c, kc, nullptr), &std::free);
+  std::unique_ptr<xcb_query_pointer_reply_t, decltype(&std::free)> pr(
+      xcb_query_pointer_reply(c, pc, nullptr), &std::free);
+  (void)XEventsQueued(dpy_, QueuedAfterReading);
   EVIDENT_TRY(take_error(what));
-  if (!same) return make_error("input-dispatch-failed", "the pointer is not on the default screen");
-  *pointer_after = {rx, ry};
+  if (!pr) return display_gone();
+  if (!pr->same_screen) {
+    return make_error("input-dispatch-failed", "the pointer is not on the default screen");
+  }
+  *pointer_after = {pr->root_x, pr->root_y};
   if (kr) {
     DownState d;
     d.at_events = events_;
     std::copy(std::begin(kr->keys), std::end(kr->keys), d.keys.begin());
-    d.mask = mask;
+    d.mask = pr->mask;
     down_after_ = d;
   }
   return ok_status();
