@@ -1,4 +1,6 @@
 // evident-bench-input: input micro-benchmark on $DISPLAY (prints one JSON object).
+// usage: evident-bench-input [CLICK_X CLICK_Y]: the 300 clicks land at (CLICK_X + i % 50, CLICK_Y),
+// default (5, 5); the benchmark points them at the fixture app's button, where the peers click.
 // Measures: engine click (motion + press + release + XSync) median µs; 100 ASCII characters typed
 // into a Tk Entry (time of the type call, exactness read back from the Entry); the Unicode
 // string "héllo — 世界" (exactness, ms per non-keymap character). See docs/input.md.
@@ -6,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -22,7 +25,9 @@ using namespace evident;
 
 using testing::last_value;
 
-int main() {
+int main(int argc, char** argv) {
+  const int click_x = argc >= 3 ? std::atoi(argv[1]) : 5;
+  const int click_y = argc >= 3 ? std::atoi(argv[2]) : 5;
   ::Display* dpy = XOpenDisplay(nullptr);
   if (!dpy) {
     std::printf("{\"ok\":false,\"error\":\"cannot open DISPLAY\"}\n");
@@ -39,7 +44,7 @@ int main() {
   std::vector<std::int64_t> clicks;
   for (int i = 0; i < 300; ++i) {
     const std::int64_t t0 = steady_us();
-    (void)in.click(5 + i % 50, 5, 1, 1);
+    (void)in.click(click_x + i % 50, click_y, 1, 1);
     clicks.push_back(steady_us() - t0);
   }
   std::sort(clicks.begin(), clicks.end());
