@@ -115,6 +115,8 @@ def check(doc: Dict[str, Any]) -> None:
                 raise ProtocolError(f"{where}.errors.{role}: undeclared error code {code!r}")
     for op, spec in doc["envelope"]["ops"].items():
         _walk_fields(doc, f"envelope.ops.{op}", spec["args"])
+        if not isinstance(spec.get("inline", False), bool):
+            raise ProtocolError(f"envelope.ops.{op}: inline must be a boolean")
         if "args_error" in spec and spec["args_error"] not in errors:
             raise ProtocolError(f"envelope.ops.{op}: undeclared error code {spec['args_error']!r}")
     _walk_fields(doc, "action_batch", doc["action_batch"]["fields"])
@@ -127,7 +129,7 @@ def check(doc: Dict[str, Any]) -> None:
         if not re.match(r"^k[A-Z][A-Za-z0-9]*$", spec["cxx"]) or spec["cxx"] in cxx:
             raise ProtocolError(f"action {kind}: cxx name must be a unique kName")
         cxx.add(spec["cxx"])
-        for key in ("input", "session"):
+        for key in ("input", "session", "bounded"):
             if not isinstance(spec.get(key), bool):
                 raise ProtocolError(f"action {kind}: {key} must be a boolean")
         _walk_fields(doc, f"action_kinds.{kind}", spec["fields"])
@@ -279,6 +281,14 @@ def gen_cxx(doc: Dict[str, Any]) -> str:
     w("// receipt v3 verifiers recompute their projection_sha256.")
     w("inline constexpr std::string_view kConstantProjectionKinds[] = {"
       + ", ".join(cxx_str(k) for k in const) + "};")
+    w("// Kinds that run in a short bounded time (no waiting on an app, a timer or the clipboard):")
+    w("// a cu.actions batch of only these, without settle, may run on the caller's thread")
+    w("// (Engine::call_inline; docs/python.md, \"The GIL and Ctrl-C\").")
+    w("inline constexpr std::string_view kBoundedActionKinds[] = {"
+      + ", ".join(cxx_str(k) for k, a in kinds if a["bounded"]) + "};")
+    w("// Envelope ops that may run on the caller's thread (the rest of their rule: Engine::call_inline).")
+    w("inline constexpr std::string_view kInlineOps[] = {"
+      + ", ".join(cxx_str(op) for op, o in doc["envelope"]["ops"].items() if o.get("inline")) + "};")
     w("")
     s = doc["session"]
     phases = list(s["phases"])

@@ -59,20 +59,33 @@ class PyEngine {
   }
 
   std::string call(const std::string& request_json) {
-    std::shared_ptr<evident::Engine> engine;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      engine = engine_;
-    }
-    if (!engine) {
-      return evident::dump_json(evident::error_response(
-          evident::make_error("engine-closed", "this Engine was closed; create a new one")));
-    }
-    // Resolved here, never taken from request fields (docs/protocol.md §1).
-    evident::Actor actor{evident::Actor::Kind::kInProcess, static_cast<unsigned>(::getuid()),
-                         static_cast<int>(::getpid())};
-    evident::Json reply = engine->call(actor, std::string_view(request_json));
-    return evident::dump_json(reply);
+    std::shared_ptr<evident::Engine> engine = current();
+    if (!engine) return closed_reply();
+    return evident::dump_json(engine->call(actor(), std::string_view(request_json)));
+  }
+
+  // The reply when the request takes a short, bounded time (evident::Engine::call_inline), else
+  // None and nothing ran: the caller then sends it with call() from a thread that can wait.
+  std::optional<std::string> call_inline(const std::string& request_json) {
+    std::shared_ptr<evident::Engine> engine = current();
+    if (!engine) return closed_reply();
+    std::optional<evident::Json> reply = engine->call_inline(actor(), std::string_view(request_json));
+    if (!reply) return std::nullopt;
+    return evident::dump_json(*reply);
+  }
+
+  std::shared_ptr<evident::Engine> current() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return engine_;
+  }
+  static std::string closed_reply() {
+    return evident::dump_json(evident::error_response(
+        evident::make_error("engine-closed", "this Engine was closed; create a new one")));
+  }
+  // Resolved here, never taken from request fields (docs/protocol.md §1).
+  static evident::Actor actor() {
+    return evident::Actor{evident::Actor::Kind::kInProcess, static_cast<unsigned>(::getuid()),
+                          static_cast<int>(::getpid())};
   }
 
   // Stops everything owned; idempotent. Waits for calls in flight (they hold a reference).
@@ -165,6 +178,10 @@ PYBIND11_MODULE(_core, m) {
       .def("call", &PyEngine::call, py::arg("request_json"),
            py::call_guard<py::gil_scoped_release>(),
            "One request envelope {\"op\",\"args\"} as JSON text; returns the JSON reply text.")
+      .def("call_inline", &PyEngine::call_inline, py::arg("request_json"),
+           py::call_guard<py::gil_scoped_release>(),
+           "Like call() when the request is short and bounded (ping, a cu.actions batch of bounded "
+           "kinds without settle); otherwise None and nothing ran. Releases the GIL.")
       .def("close", &PyEngine::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("closed", &PyEngine::closed);
 

@@ -122,8 +122,15 @@ def _in_main_thread() -> bool:
 
 def run_interruptible(fn: Callable[[str], str], text: str,
                       on_interrupt: Optional[InterruptHook] = None,
-                      track: Optional[Callable[[PendingCall, bool], None]] = None) -> str:
+                      track: Optional[Callable[[PendingCall, bool], None]] = None,
+                      inline: Optional[Callable[[str], Optional[str]]] = None) -> str:
     """Calls ``fn(text)``; from the main thread, on a worker so Ctrl-C interrupts the wait.
+
+    ``inline(text)``, when given, is tried first on the calling thread: the engine answers there
+    only the requests that take a short, bounded time (``Engine::call_inline``: ping, a
+    ``cu.actions`` batch of bounded action kinds without settle) and returns None, having run
+    nothing, for every other one. A short call costs no thread hand-off (two thread wake-ups,
+    most of its time on an idle machine); a Ctrl-C during it is delivered when it returns.
 
     On ``KeyboardInterrupt`` the request keeps running to completion on its worker (the engine
     cannot un-send input that is already in flight); ``on_interrupt(pending)`` is called so the
@@ -131,6 +138,10 @@ def run_interruptible(fn: Callable[[str], str], text: str,
     """
     if not _in_main_thread():
         return fn(text)
+    if inline is not None:
+        answered = inline(text)
+        if answered is not None:
+            return answered
     pending = PendingCall()
 
     def worker() -> None:

@@ -13,6 +13,9 @@ class Engine:
     def wait_warm(self, timeout_ms: int) -> bool: ...
     def call(self, request_json: str) -> str:
         """One envelope {"op","args"} as JSON text -> the reply as JSON text. Releases the GIL."""
+    def call_inline(self, request_json: str) -> Optional[str]:
+        """The reply when the request is short and bounded (ping, a cu.actions batch of bounded
+        kinds without settle), else None and nothing ran. Releases the GIL."""
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import threading
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence,
+                    Set, Union)
 
 from ._call import InterruptHook, PendingCall, run_interruptible
 from ._native import find_core
@@ -73,6 +74,9 @@ class Engine:
                 native = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
             backend = native
         self._backend = backend
+        # In-process only: short calls run on the calling thread (evident._call).
+        self._inline: Optional[Callable[[str], Optional[str]]] = getattr(backend, "call_inline",
+                                                                         None)
         self._lock = threading.Lock()
         self._inflight: Set[PendingCall] = set()
         self._idle = threading.Condition(self._lock)
@@ -95,7 +99,7 @@ class Engine:
         body = args if isinstance(args, dict) else dict(args or {})  # json needs a dict
         text = _dumps({"op": op, "args": body})
         reply_text = run_interruptible(self._backend.call, text, on_interrupt=on_interrupt,
-                                       track=self._track)
+                                       track=self._track, inline=self._inline)
         reply = json.loads(reply_text)
         if not isinstance(reply, dict) or "ok" not in reply:
             raise EngineError("engine-reply", f"malformed engine reply to {op}")

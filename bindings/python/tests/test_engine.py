@@ -4,6 +4,7 @@ liveness, action batches, the session protocol to a verified receipt, the GIL re
 long calls, and Ctrl-C during a long session call."""
 import hashlib
 import io
+import json
 import os
 import signal
 import threading
@@ -13,6 +14,7 @@ import pytest
 from PIL import Image
 
 import evident
+from evident import _call
 from evident import actions as a
 
 XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
@@ -158,6 +160,71 @@ def test_ctrl_c_during_session_wait_aborts_and_releases_display(engine):
             threading.Event().wait(0.05)
         assert s.aborted
         assert display.actions([a.move_mouse(1, 1)], observe="none").ok
+
+
+def _pointer(display, tmp_path):
+    """The pointer's root position, read by xdotool on the display (not by the engine)."""
+    out = tmp_path / "pointer"
+    out.unlink(missing_ok=True)
+    # The shell stays (an app that exits at once is refused), until the test stops it.
+    with display.launch(["sh", "-c", f"xdotool getmouselocation --shell > {out}.part && "
+                                     f"mv {out}.part {out}; exec sleep 60"]):
+        deadline = time.monotonic() + DEADLINE_S
+        while not out.exists():
+            assert time.monotonic() < deadline, "xdotool did not report the pointer"
+            threading.Event().wait(0.01)
+    fields = dict(line.split("=", 1) for line in out.read_text().split())
+    return int(fields["X"]), int(fields["Y"])
+
+
+def test_only_short_bounded_calls_run_inline_and_the_others_run_nothing(engine, tmp_path):
+    core = engine._backend
+    with engine.create_display(width=320, height=200) as display:
+        ref = {"display_id": display.id, "generation": display.generation}
+
+        def batch(actions, **extra):
+            return json.dumps({"op": "cu.actions", "args": {**ref, "request": {
+                "actions": actions, "observe": "none", **extra}}})
+
+        start = _pointer(display, tmp_path)
+        assert start != (11, 13)
+        move = {"type": "move_mouse", "x": 11, "y": 13}
+        for actions, extra in (([move, {"type": "wait", "ms": 1}], {}),
+                               ([move, {"type": "type", "text": "x"}], {}),
+                               ([move, {"type": "paste", "text": "x"}], {}),
+                               ([move, {"type": "hold_key", "key": "a", "ms": 1}], {}),
+                               ([move], {"settle": True}),
+                               ([move], {"settle": 50})):
+            assert core.call_inline(batch(actions, **extra)) is None, (actions, extra)
+            assert _pointer(display, tmp_path) == start, "a deferred request must run nothing"
+        assert core.call_inline(json.dumps({"op": "display.list", "args": {}})) is None
+        assert core.call_inline(json.dumps({"op": "session", "args": {"request": "{}"}})) is None
+
+        reply = json.loads(core.call_inline(batch([{"type": "move_mouse", "x": 21, "y": 23}])))
+        assert reply["ok"] is True and reply["results"][0]["type"] == "move_mouse"
+        assert _pointer(display, tmp_path) == (21, 23)
+        assert json.loads(core.call_inline(json.dumps({"op": "ping", "args": {}})))["ok"] is True
+        # Envelope errors are answered at once, on this thread.
+        assert json.loads(core.call_inline('{"op":'))["error"]["code"] == "request-json"
+        assert json.loads(core.call_inline("[]"))["error"]["code"] == "request-args"
+
+
+def test_main_thread_hands_only_long_calls_to_a_worker(engine, monkeypatch):
+    handed = []
+    real_submit = _call._workers.submit
+
+    def submit(job):
+        handed.append(job)
+        real_submit(job)
+
+    monkeypatch.setattr(_call._workers, "submit", submit)
+    with engine.create_display(width=128, height=128) as display:
+        handed.clear()
+        assert display.actions([a.click(5, 5)], observe="none").ok
+        engine.ping()
+        assert handed == []   # short: answered on the calling thread
+        assert display.actions([a.wait(1)], observe="none").ok
+        assert len(handed) == 1   # a wait: on a worker, so Ctrl-C interrupts it
 
 
 def test_every_action_of_the_vocabulary_returns_a_result(engine):

@@ -50,6 +50,28 @@ Result<ActionBatchRequest> parse_action_batch_request(const Json& request, int d
   return out;
 }
 
+bool batch_is_bounded(const Json& request) {
+  if (!request.is_object()) return false;
+  if (auto s = request.find("settle"); s != request.end() && !(s->is_boolean() && !s->get<bool>())) {
+    return false;
+  }
+  auto acts = request.find("actions");
+  if (acts == request.end() || !acts->is_array() ||
+      acts->size() > static_cast<std::size_t>(protocol::kActionsPerBatchMax)) {
+    return false;
+  }
+  for (const Json& a : *acts) {
+    if (!a.is_object()) return false;
+    auto t = a.find("type");
+    if (t == a.end() || !t->is_string()) return false;
+    const std::string& type = t->get_ref<const std::string&>();
+    bool bounded = false;
+    for (std::string_view k : protocol::kBoundedActionKinds) bounded = bounded || k == type;
+    if (!bounded) return false;
+  }
+  return true;
+}
+
 Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
   const ExecutorContext& ctx = executor.context();
   auto parsed = parse_action_batch_request(request, ctx.width, ctx.height);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "evident/actions/action.h"
+#include "evident/actions/batch.h"
 
 namespace evident {
 namespace {
@@ -110,6 +111,36 @@ TEST(Parse, ProjectionRedactsSecrets) {
   EXPECT_EQ((*r)[3].projection(), Json::parse(R"({"type":"hold_key","ms":20})"));
   EXPECT_EQ((*r)[4].projection(), Json::parse(R"({"type":"click","x":5,"y":6,"button":"left"})"));
   EXPECT_FALSE((*r)[4].projection().dump().empty());
+}
+
+// Which batches may run on the caller's thread (Engine::call_inline): settle off and every
+// action of a kind the protocol file marks bounded. The expected kinds are written out here,
+// not read from the protocol tables the code uses.
+TEST(BatchIsBounded, OnlyBoundedKindsWithoutSettle) {
+  auto bounded = [](const std::string& text) {
+    return batch_is_bounded(Json::parse(text));
+  };
+  for (const char* kind : {"click", "double_click", "triple_click", "mouse_down", "mouse_up",
+                           "move_mouse", "drag", "scroll", "key", "screenshot", "zoom"}) {
+    EXPECT_TRUE(bounded(std::string(R"({"actions":[{"type":")") + kind + R"("}]})")) << kind;
+  }
+  for (const char* kind : {"type", "paste", "hold_key", "wait", "no_such_kind"}) {
+    EXPECT_FALSE(bounded(std::string(R"({"actions":[{"type":"click"},{"type":")") + kind +
+                         R"("}]})"))
+        << kind;
+  }
+  EXPECT_TRUE(bounded(R"({"actions":[{"type":"click","x":1,"y":2}],"settle":false,"observe":"pixels"})"));
+  EXPECT_FALSE(bounded(R"({"actions":[{"type":"click"}],"settle":true})"));
+  EXPECT_FALSE(bounded(R"({"actions":[{"type":"click"}],"settle":300})"));
+  EXPECT_FALSE(bounded(R"({"actions":[{"type":"click"}],"settle":null})"));
+  EXPECT_FALSE(bounded(R"({"actions":[{"type":1}]})"));
+  EXPECT_FALSE(bounded(R"({"actions":["click"]})"));
+  EXPECT_FALSE(bounded(R"({"actions":{}})"));
+  EXPECT_FALSE(bounded(R"({})"));
+  EXPECT_FALSE(bounded(R"([])"));
+  std::string seventeen = R"({"actions":[)";
+  for (int i = 0; i < 17; ++i) seventeen += std::string(i ? "," : "") + R"({"type":"click"})";
+  EXPECT_FALSE(bounded(seventeen + "]}"));
 }
 
 }  // namespace

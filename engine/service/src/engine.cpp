@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "evident/actions/batch.h"
 #include "evident/browser/browser.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
@@ -203,6 +204,33 @@ Json Engine::call(const Actor& actor, std::string_view request_json) {
 }
 
 Json Engine::call(const Actor& actor, const Json& request) { return impl_->dispatch(actor, request); }
+
+namespace {
+
+bool runs_inline(const Json& envelope) {
+  auto op = envelope.find("op");
+  if (op == envelope.end() || !op->is_string()) return true;  // an envelope error, answered now
+  const std::string& name = op->get_ref<const std::string&>();
+  bool declared = false;
+  for (std::string_view o : protocol::kInlineOps) declared = declared || o == name;
+  if (!declared) return false;
+  if (name != "cu.actions") return true;
+  auto args = envelope.find("args");
+  if (args == envelope.end() || !args->is_object()) return true;  // request-args, answered now
+  auto request = args->find("request");
+  return request != args->end() && batch_is_bounded(*request);
+}
+
+}  // namespace
+
+std::optional<Json> Engine::call_inline(const Actor& actor, std::string_view request_json) {
+  if (request_json.size() > kMaxRequestBytes) return call(actor, request_json);  // refused now
+  auto parsed = parse_json_strict(request_json, kMaxRequestBytes, "request-json");
+  if (!parsed.ok()) return error_response(parsed.error());
+  // A request that is not an object is refused (request-args) at once, so it runs here too.
+  if (!parsed->is_object() || runs_inline(*parsed)) return impl_->dispatch(actor, *parsed);
+  return std::nullopt;
+}
 
 DisplayManager& Engine::displays() { return *impl_->displays; }
 SessionManager& Engine::sessions() { return *impl_->sessions; }

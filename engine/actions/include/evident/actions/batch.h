@@ -32,6 +32,12 @@ struct ActionBatchRequest {
 Result<ActionBatchRequest> parse_action_batch_request(const Json& request, int display_width,
                                                       int display_height);
 
+// True when `request` can only take a short, bounded time: an object whose "settle" is absent
+// or false and whose "actions" are all of kinds the protocol file marks `bounded` (no waits, no
+// clipboard, no per-character typing; protocol::kBoundedActionKinds). Looks at the shape only:
+// a request it accepts may still be refused by the parser, quickly. Pure; never fails.
+bool batch_is_bounded(const Json& request);
+
 // Runs a §4 request ({"actions","observe","settle","coordinate_space"}) and returns
 // {"results":[...],"observation":{...},"settle":{...}} (without "ok").
 // Errors before anything ran: "actions-request" (bad top-level shape/field/value),

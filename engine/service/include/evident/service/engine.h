@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,12 @@ class Engine {
   Json call(const Actor& actor, std::string_view request_json);
   // Same, with an already-parsed envelope.
   Json call(const Actor& actor, const Json& request);
+  // Answers the request like call() when it is one that takes a short, bounded time: an op the
+  // protocol file marks `inline` (ping; cu.actions when batch_is_bounded), or an envelope error.
+  // Otherwise runs nothing and returns nullopt. For callers that would otherwise hand every call
+  // to another thread to stay interruptible (the Python binding, docs/python.md "The GIL and
+  // Ctrl-C"): the short ones can run on the calling thread. Thread-safe; never throws.
+  std::optional<Json> call_inline(const Actor& actor, std::string_view request_json);
 
   // Stops everything owned; idempotent. Called by the destructor and on daemon shutdown.
   void shutdown();
