@@ -119,7 +119,7 @@ class FakeTaskLane:
             self.phase = "finished"
             return self.snap(frame=self.frame(), receipt={
                 "receipt_id": "etr-" + "c" * 64, "schema": "evident.task-receipt/v1",
-                "claims": response["result"], "binding": {"attempt_id": self.begin_req["attempt_id"]}},
+                "result": response["result"], "binding": {"attempt_id": self.begin_req["attempt_id"]}},
                 receipt_path=str(self.tmp / "receipt.json"), evidence_dir=str(self.tmp))
         frame = self.frame()
         if not self.paths:
@@ -176,7 +176,7 @@ def test_begin_turns_and_receipt(lane_setup):
     assert second.turn == 1 and second.tool_results["results"][0]["id"] == "c0"
     assert second.results[0]["native_actions"] == ["screenshot"]
     assert second.frame_sha256 == hashlib.sha256(lane.issued[1]).hexdigest()
-    assert run.receipt["claims"] == {"done": True} and run.receipt_id == "etr-" + "c" * 64
+    assert run.result == {"done": True} and run.receipt_id == "etr-" + "c" * 64
     assert run.receipt_path == str(tmp / "receipt.json") and run.evidence_dir == str(tmp)
     assert (run.mode, run.turn_count, run.attempt_id, run.policy) == ("stage", 3, "att-1", POLICY)
     assert not [r for r in lane.requests if r["op"] == "abort"]

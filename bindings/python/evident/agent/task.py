@@ -282,6 +282,11 @@ class TaskRun:
     def receipt_id(self) -> str:
         return str(self.receipt.get("receipt_id", ""))
 
+    @property
+    def result(self) -> Any:
+        """The final answer the engine accepted: the receipt's ``result`` (its claims)."""
+        return self.receipt.get("result")
+
 
 def _declared_policy(policy: Policy, adapter: Optional[str], provider: Optional[str],
                      model: Optional[str]) -> Dict[str, str]:
