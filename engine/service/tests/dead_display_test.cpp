@@ -9,34 +9,14 @@
 
 #include "evident/display/display.h"
 #include "evident/service/engine.h"
+#include "engine_fixture.h"
 #include "evident/testing/files.h"
 #include "evident/testing/process.h"
 
 namespace evident {
 namespace {
 
-class DeadDisplayTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    EngineOptions o;
-    o.state_dir = dir_ + "/state";
-    o.runtime_dir = dir_ + "/rt";
-    engine_ = std::make_unique<Engine>(o);
-    actor_.kind = Actor::Kind::kInProcess;
-    actor_.uid = ::geteuid();
-    actor_.pid = ::getpid();
-  }
-  Json call(const std::string& op, Json args) {
-    return engine_->call(actor_, Json{{"op", op}, {"args", std::move(args)}});
-  }
-  static std::string code(const Json& r) {
-    return r.value("ok", false) ? "ok" : r["error"]["code"].get<std::string>();
-  }
-  testing::TempDir tmp_;  // declared first: removed after the engine is gone
-  const std::string dir_ = tmp_.path();
-  std::unique_ptr<Engine> engine_;
-  Actor actor_;
-};
+using DeadDisplayTest = testing::InProcessEngineTest;
 
 TEST_F(DeadDisplayTest, EveryOpThatNeedsTheDisplaySaysDisplayDead) {
   Json created = call("display.create", Json{{"width", 320}, {"height", 240}});

@@ -2,6 +2,7 @@
 // refuses bad envelopes with stable codes, serves concurrent callers, and shutdown cleans up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <future>
 
@@ -10,6 +11,7 @@
 #include "evident/testing/process.h"
 #include "evident/display/display.h"
 #include "evident/service/engine.h"
+#include "engine_fixture.h"
 
 namespace evident {
 namespace {
@@ -17,23 +19,7 @@ namespace {
 using testing::pid_running;
 using testing::run_command;
 
-class EngineTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    EngineOptions o;
-    o.state_dir = dir_ + "/state";
-    o.runtime_dir = dir_ + "/rt";
-    engine_ = std::make_unique<Engine>(o);
-    actor_.kind = Actor::Kind::kInProcess;
-    actor_.uid = ::geteuid();
-    actor_.pid = ::getpid();
-  }
-  Json call(const std::string& text) { return engine_->call(actor_, std::string_view(text)); }
-  testing::TempDir tmp_;  // declared first: removed after the engine is gone
-  const std::string dir_ = tmp_.path();
-  std::unique_ptr<Engine> engine_;
-  Actor actor_;
-};
+using EngineTest = testing::InProcessEngineTest;
 
 TEST(ActorTest, JsonShapes) {
   Actor a{Actor::Kind::kLocalUser, 1000, 0};
@@ -135,6 +121,53 @@ TEST_F(EngineTest, SpareKeycodeMappingsOutliveABatch) {
   Json destroyed = engine_->call(actor_, Json{{"op", "display.destroy"},
                                               {"args", {{"display_id", d["id"]}, {"generation", d["generation"]}}}});
   EXPECT_EQ(destroyed["ok"], true) << destroyed.dump();
+}
+
+// Proves: call_inline answers ping and a bounded batch (and envelope errors) on the calling
+// thread, and runs nothing of any other request: the deferred batches click the fixture app's
+// counter, the inline one its button, and when the button's click is in the app's log no counter
+// click is before it (X and the app keep the order the clicks were sent in).
+TEST_F(EngineTest, CallInlineRunsOnlyBoundedRequests) {
+  Json created = call(R"({"op":"display.create","args":{"width":640,"height":480}})");
+  ASSERT_EQ(created["ok"], true) << created.dump();
+  const Json d = created["display"];
+  const testing::EventLog log(dir_ + "/inline.jsonl");
+  Json app = call("app.launch", Json{{"display_id", d["id"]}, {"generation", d["generation"]},
+                                     {"argv", {testing::fixture_app_path(), "--events", log.path()}},
+                                     {"wait_window_ms", 15000}});
+  ASSERT_EQ(app["ok"], true) << app.dump();
+  ASSERT_TRUE(log.wait_ready(15000));
+  auto batch = [&](Json actions, Json settle) {
+    Json req{{"actions", std::move(actions)}, {"observe", "none"}, {"settle", std::move(settle)}};
+    return Json{{"op", "cu.actions"},
+                {"args", {{"display_id", d["id"]}, {"generation", d["generation"]}, {"request", req}}}}
+        .dump();
+  };
+  const Json counter = {{"type", "click"}, {"x", 340}, {"y", 130}};  // window at (0, 0)
+  const Json button = {{"type", "click"}, {"x", 120}, {"y", 130}};
+  EXPECT_FALSE(engine_->call_inline(actor_, batch({counter, {{"type", "wait"}, {"ms", 1}}}, false)));
+  EXPECT_FALSE(engine_->call_inline(actor_, batch({counter}, true)));
+  EXPECT_FALSE(engine_->call_inline(actor_, batch({counter, {{"type", "type"}, {"text", "x"}}}, false)));
+  EXPECT_FALSE(engine_->call_inline(actor_, R"({"op":"display.list","args":{}})"));
+  auto ping = engine_->call_inline(actor_, R"({"op":"ping","args":{}})");
+  ASSERT_TRUE(ping);
+  EXPECT_EQ((*ping)["ok"], true);
+  auto bad = engine_->call_inline(actor_, "{\"op\":");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ((*bad)["error"]["code"], "request-json");
+  auto ran = engine_->call_inline(actor_, batch({button}, false));
+  ASSERT_TRUE(ran);
+  ASSERT_EQ((*ran)["ok"], true) << ran->dump();
+  auto count = [](const std::vector<Json>& ev, const char* type) {
+    return std::count_if(ev.begin(), ev.end(),
+                         [&](const Json& e) { return e.value("type", "") == type; });
+  };
+  std::vector<Json> seen;
+  ASSERT_TRUE(log.wait_for([&](const std::vector<Json>& ev) {
+    seen = ev;
+    return count(ev, "button_clicked") >= 1;
+  }, 5000));
+  EXPECT_EQ(count(seen, "counter"), 0) << "a deferred request ran its click";
 }
 
 TEST_F(EngineTest, EnvelopeErrors) {
