@@ -290,3 +290,57 @@ def test_exit_status_is_known_after_the_app_exited(display):
     assert app.exit_status == 3
     assert app.info()["exit_status"] == 3
     assert app.stop() == 3 and app.exit_status == 3
+
+
+NO_KEYS = "no window was under the pointer"
+
+
+def _set_focus_none(env):
+    """A real X client (ctypes over libX11) that sets the input focus to None, as an app may."""
+    code = ("import ctypes; x = ctypes.CDLL('libX11.so.6'); x.XOpenDisplay.restype = ctypes.c_void_p;"
+            "d = ctypes.c_void_p(x.XOpenDisplay(None)); assert d;"
+            "x.XSetInputFocus(d, ctypes.c_ulong(0), 0, ctypes.c_ulong(0)); x.XSync(d, 0);"
+            "x.XCloseDisplay(d)")
+    subprocess.run([PY, "-c", code], env={**os.environ, **env}, check=True, timeout=20)
+
+
+def test_type_says_when_its_keys_reach_no_app(display, tmp_path):
+    # A GTK3 dialog on a display without a window manager: nothing gives it the focus.
+    out = tmp_path / "entry.txt"
+    app = display.launch(["sh", "-c", f"zenity --entry --title evident-type-hint --text t > {out}"],
+                         wait_window_ms=15000)
+    w = display.wait_window(title="evident-type-hint", timeout=5)
+    corner = (display.width - 3, display.height - 3)
+    assert not any(v.x <= corner[0] < v.x + v.width and v.y <= corner[1] < v.y + v.height
+                   for v in display.windows(mapped_only=True))
+    assert display.focus()["kind"] == "pointer_root"
+    display.move_mouse(*corner)
+    r = display.type("lost")
+    assert r.status == "injected"
+    assert f"PointerRoot and {NO_KEYS} at ({corner[0]},{corner[1]})" in r.detail
+    assert "lost" not in r.detail
+    # After a click on the dialog the keys reach it, and the detail has no such note.
+    display.click(w.x + w.width // 2, w.y + w.height // 2)
+    r = display.type("kept\n")
+    assert r.status == "injected" and "focus" not in r.detail
+    evident.wait_for(lambda: not app.alive, 10, "zenity to exit on Return")
+    assert out.read_text() == "kept\n"  # "lost" went nowhere, as the first detail said
+
+
+def test_type_says_when_the_focus_is_none_in_batches_and_sessions(display):
+    app = display.launch(["xmessage", "-geometry", "+0+0", "focus none"], wait_window_ms=10000)
+    _set_focus_none(display.env())
+    assert display.focus()["kind"] == "none"
+    hint = "the input focus was None: no window received the keys"
+    (r,) = display.actions([a.type("secret-a")], observe="none").results
+    assert r.status == "injected" and hint in r.detail and "secret" not in r.detail
+    with display.session(app) as s:
+        (r,) = s.actions([a.type("secret-b")])
+        assert r.status == "injected" and hint in r.detail
+        s.freeze()
+        s.observe()
+        receipt = s.finish({"case": "focus none"})
+    with open(s.receipt_path) as f:
+        text = f.read()
+    # The receipt holds the actions' projections (docs/actions.md), never the typed text.
+    assert receipt["schema"].startswith("evident.session-receipt/") and "secret" not in text

@@ -20,6 +20,25 @@ constexpr std::int64_t kPasteFetchTimeoutMs = 2000;
 
 std::string pos(int x, int y) { return "(" + std::to_string(x) + "," + std::to_string(y) + ")"; }
 
+// Empty when the keys of a `type` reach some client window; otherwise why they reach none: the
+// input focus is None (keys are discarded), or PointerRoot (keys go to the window under the
+// pointer) while no top-level window is under the pointer (they reach the root window, which no
+// app reads). Two round trips at most; nothing of the typed text is involved.
+std::string focus_hint(::Display* dpy) {
+  Window focus = None;
+  int revert = 0;
+  XGetInputFocus(dpy, &focus, &revert);
+  if (focus == None) return "the input focus was None: no window received the keys";
+  if (focus != PointerRoot) return "";
+  Window root_ret = None, child = None;
+  int rx = 0, ry = 0, wx = 0, wy = 0;
+  unsigned mask = 0;
+  if (!XQueryPointer(dpy, DefaultRootWindow(dpy), &root_ret, &child, &rx, &ry, &wx, &wy, &mask)) return "";
+  if (child != None) return "";
+  return "the input focus was PointerRoot and no window was under the pointer at " + pos(rx, ry) +
+         ": the keys reached the root window, not an app (click the target or focus it first)";
+}
+
 }  // namespace
 
 const char* to_string(ActionStatus status) {
@@ -206,6 +225,8 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
       auto cps = decode_utf8(a.text);
       if (!cps.ok()) return fail("expected valid UTF-8 text, observed invalid bytes");
       std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      // Where the keys go, read before they are sent (the focus does not move while typing).
+      const std::string nowhere = focus_hint(ctx_.dpy);
       auto rep = input_->type(*cps);
       if (!rep.ok()) {
         return fail("expected " + std::to_string(cps->size()) + " character(s) typed, observed: " +
@@ -219,6 +240,7 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
              " passed on their time bound without full evidence)";
       }
       d += "; delivery not read back";
+      if (!nowhere.empty()) d += "; " + nowhere;
       return injected(d);
     }
     case ActionType::kPaste: {
