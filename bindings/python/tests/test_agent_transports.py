@@ -290,3 +290,16 @@ def test_scripted_policy_and_the_protocol():
         p(obs)
     assert e.value.code == "agent-script-exhausted"
     assert obs.sha256 == __import__("hashlib").sha256(PNG0).hexdigest()
+
+
+def test_declared_display_defaults_to_the_size_of_the_image_shown(server):
+    # A 1920x1080 display is shown to Anthropic models scaled to 1461x821 (docs/agents.md): the
+    # tool must declare the image's size, which is what the first observation carries.
+    server.reply(ANTHROPIC_FINAL)
+    server.reply({"id": "resp_1", "object": "response", "output": []})
+    AnthropicTransport("t", "claude-test", KEY, base_url=server.url)(Observation.first(PNG0, 1461, 821))
+    OpenAITransport("t", "cua-test", KEY, preview=True, base_url=server.url)(Observation.first(PNG0, 1461, 821))
+    anthropic, openai = server.requests
+    assert anthropic["body"]["tools"][0]["display_width_px"] == 1461
+    assert anthropic["body"]["tools"][0]["display_height_px"] == 821
+    assert (openai["body"]["tools"][0]["display_width"], openai["body"]["tools"][0]["display_height"]) == (1461, 821)

@@ -125,13 +125,16 @@ ANTHROPIC_TOOLS: Dict[str, Tuple[str, str, Dict[str, Any]]] = {
 
 class AnthropicTransport(_Transport):
     """Messages API (``POST /v1/messages``) with the computer tool. ``tool`` is
-    ``computer_20250124`` or ``computer_20251124`` (zoom enabled). The ``computer_toolset_20260801``
-    request shape is not documented anywhere the project could read, so no transport sends it."""
+    ``computer_20250124`` or ``computer_20251124`` (zoom enabled). ``display`` is the size the tool
+    declares (the images the model is shown); by default the first observation's image size,
+    which is the engine's scaled size when the display is larger than the provider takes. The
+    ``computer_toolset_20260801`` request shape is not documented anywhere the project could
+    read, so no transport sends it."""
 
     provider = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(self, task: str, model: str, api_key: str, *, display: Tuple[int, int],
+    def __init__(self, task: str, model: str, api_key: str, *, display: Optional[Tuple[int, int]] = None,
                  tool: str = "computer_20250124", max_tokens: int = 4096,
                  base_url: str = "https://api.anthropic.com", http: Optional[Http] = None) -> None:
         super().__init__(task, model, api_key, base_url=base_url, http=http)
@@ -139,12 +142,16 @@ class AnthropicTransport(_Transport):
             raise AgentError("agent-transport-args", "tool must be computer_20250124 or computer_20251124")
         self.tool = tool
         self.adapter, self._beta, extra = ANTHROPIC_TOOLS[tool]
-        self._tool_param = {"type": tool, "name": "computer", "display_width_px": int(display[0]),
-                            "display_height_px": int(display[1]), **extra}
+        self._display = display
+        self._extra = extra
         self.max_tokens = int(max_tokens)
         self.messages: List[Dict[str, Any]] = []
 
     def _call(self, obs: Observation) -> Dict[str, Any]:
+        if self._display is None:   # the size of the images the model is shown
+            self._display = (obs.width, obs.height)
+        tool = {"type": self.tool, "name": "computer", "display_width_px": int(self._display[0]),
+                "display_height_px": int(self._display[1]), **self._extra}
         if not self.messages:
             self.messages.append({"role": "user", "content": [
                 {"type": "text", "text": self.task},
@@ -152,7 +159,7 @@ class AnthropicTransport(_Transport):
             ]})
         else:
             self.messages.append(self._next_user_content(obs))
-        body = {"model": self.model, "max_tokens": self.max_tokens, "tools": [self._tool_param],
+        body = {"model": self.model, "max_tokens": self.max_tokens, "tools": [tool],
                 "messages": self.messages}
         response = self._post("/v1/messages", {"x-api-key": self._api_key, "anthropic-version": "2023-06-01",
                                                "anthropic-beta": self._beta}, body)
@@ -162,26 +169,30 @@ class AnthropicTransport(_Transport):
 
 class OpenAITransport(_Transport):
     """Responses API (``POST /v1/responses``) with the ``computer`` tool (GA, batched actions) or
-    ``computer_use_preview`` (``preview=True``); turns chain with ``previous_response_id``."""
+    ``computer_use_preview`` (``preview=True``; its ``display`` defaults to the first
+    observation's image size); turns chain with ``previous_response_id``."""
 
     provider = "openai"
     key_env = "OPENAI_API_KEY"
 
-    def __init__(self, task: str, model: str, api_key: str, *, display: Tuple[int, int],
+    def __init__(self, task: str, model: str, api_key: str, *, display: Optional[Tuple[int, int]] = None,
                  preview: bool = False, environment: str = "linux",
                  base_url: str = "https://api.openai.com", http: Optional[Http] = None) -> None:
         super().__init__(task, model, api_key, base_url=base_url, http=http)
         self.preview = bool(preview)
         self.adapter = "openai-computer-use-preview" if self.preview else "openai-computer"
-        if self.preview:
-            self._tool = {"type": "computer_use_preview", "display_width": int(display[0]),
-                          "display_height": int(display[1]), "environment": environment}
-        else:
-            self._tool = {"type": "computer"}
+        self._display = display
+        self._environment = environment
         self.previous_response_id: Optional[str] = None
 
     def _call(self, obs: Observation) -> Dict[str, Any]:
-        body: Dict[str, Any] = {"model": self.model, "tools": [self._tool]}
+        if self._display is None:   # the size of the images the model is shown
+            self._display = (obs.width, obs.height)
+        tool: Dict[str, Any] = {"type": "computer"}
+        if self.preview:
+            tool = {"type": "computer_use_preview", "display_width": int(self._display[0]),
+                    "display_height": int(self._display[1]), "environment": self._environment}
+        body: Dict[str, Any] = {"model": self.model, "tools": [tool]}
         if self.preview:
             body["truncation"] = "auto"
         if self.previous_response_id is None:
