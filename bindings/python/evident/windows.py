@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 from ._call import Caller
 from ._data import Png, PngInfo, Region, WaitResult, Window
 from .errors import DisplayError
+from .screen_text import ScreenText, find_text, read_text
 
 __all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region", "AppRef"]
 
@@ -173,12 +174,15 @@ class WindowHelpers:
                     color: Optional[Union[str, Sequence[int]]] = None, tolerance: int = 0,
                     min_fraction: float = 1.0, reference: Optional[Union[str, bytes]] = None,
                     at: Optional[Tuple[int, int]] = None, max_pixels: int = 0,
+                    until: str = "matches",
                     timeout: float = 5.0, raise_on_timeout: bool = True) -> WaitResult:
         """Waits until a region shows a colour (``color="#00ff00"`` or ``(r, g, b)``; every
         channel within ``tolerance``, on at least ``min_fraction`` of the pixels), or until the
         screen at ``at=(x, y)`` matches a ``reference`` PNG (path or bytes; at most
         ``max_pixels`` pixels differ by more than ``tolerance``). Re-checked on every DAMAGE
-        report in the region, never on a timer. Outcome ``matched`` or ``timeout``; ``raw["last"]``
+        report in the region, never on a timer. With ``until="differs"`` (reference only) the
+        condition is the opposite: the screen no longer matches the reference (the next change
+        after a look). Outcome ``matched`` (the condition held) or ``timeout``; ``raw["last"]``
         has the last comparison (matching, total, max_channel_diff)."""
         args: Dict[str, Any] = {**self._ref(), "tolerance": int(tolerance),
                                 "timeout_ms": _ms(timeout, 5000)}
@@ -197,6 +201,8 @@ class WindowHelpers:
                     rgb = (int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16))
                 else:
                     rgb = tuple(int(v) for v in color)
+                if until != "matches":
+                    raise ValueError("until= applies to a reference image")
                 args["color"] = {"r": rgb[0], "g": rgb[1], "b": rgb[2]}
                 args["min_permille"] = max(1, min(1000, int(round(min_fraction * 1000))))
                 args["region"] = _region(region)
@@ -218,6 +224,8 @@ class WindowHelpers:
                 args["region"] = {"x": int(at[0]), "y": int(at[1]), "width": w, "height": h}
                 args["reference"] = path
                 args["max_pixels"] = int(max_pixels)
+                if until != "matches":
+                    args["until"] = str(until)
             reply = self.engine.call("wait.pixels", args)
         finally:
             if tmp is not None:
@@ -230,4 +238,31 @@ class WindowHelpers:
                               f"({reply.get('checks')} checks; last: {last.get('matching')} of "
                               f"{last.get('total')} pixels within tolerance, largest channel "
                               f"difference {last.get('max_channel_diff')})", True, result)
+        return result
+
+    # -- text on the screen (tesseract; evident.screen_text) ---------------------------------
+    def read_text(self, region: Optional[Region] = None, *, timeout: float = 30.0,
+                  language: str = "eng") -> ScreenText:
+        """One OCR pass (Debian's tesseract) over the region (default: the whole display):
+        a :class:`ScreenText` with ``text``, ``lines`` and ``words`` (boxes in display pixels)
+        and ``find(phrase)``. Bounded: the image by the OCR limits, tesseract by ``timeout``
+        (``agent-ocr-failed`` past it; ``agent-ocr-unavailable`` without tesseract)."""
+        return read_text(self, region, timeout=timeout, language=language)  # type: ignore[arg-type]
+
+    def find_text(self, text: str, region: Optional[Region] = None, *, timeout: float = 10.0,
+                  language: str = "eng", raise_on_timeout: bool = True) -> WaitResult:
+        """Waits until OCR reads ``text`` (consecutive words on one line, case-insensitive,
+        trailing punctuation ignored) in the region: outcome ``found`` (``raw["box"]`` in display
+        pixels) or ``timeout``. Reads again only when the region changed since the last read
+        (DAMAGE-driven, never on a timer); bounded by ``timeout`` including the OCR passes."""
+        result = find_text(self, text, region, timeout=timeout,  # type: ignore[arg-type]
+                           language=language)
+        if result.outcome != "found" and raise_on_timeout:
+            raw = result.raw
+            raise WaitTimeout("wait-timeout",
+                              f"the text was not read within {result.elapsed_ms} ms "
+                              f"({raw['checks']} OCR pass(es); the last read "
+                              f"{raw['last_words']} word(s)"
+                              f"{'; the deadline cut a pass short' if raw['cut_short'] else ''})",
+                              True, result)
         return result

@@ -22,7 +22,7 @@ struct WindowCli {
   CLI::App* wait = nullptr;
   CLI::App* capture = nullptr;
   CLI::App* focus = nullptr;
-  std::string app_id, title, wm_class, out, region, color, reference;
+  std::string app_id, title, wm_class, out, region, color, reference, until;
   bool mapped_only = false;
   std::int64_t pid = 0, window = 0, timeout_ms = 0, quiet_ms = 300, tolerance = 0,
                min_permille = 1000, max_pixels = 0;
@@ -227,6 +227,7 @@ std::shared_ptr<WindowCli> add_window_commands(CLI::App& app, CLI::App& display)
   c->pixels->add_option("--tolerance", c->tolerance, "per-channel tolerance 0..255 (default 0)");
   c->pixels->add_option("--min-permille", c->min_permille, "with --color: share of pixels, 1..1000 (default 1000)");
   c->pixels->add_option("--max-pixels", c->max_pixels, "with --reference: pixels allowed to differ (default 0)");
+  c->pixels->add_option("--until", c->until, "with --reference: matches (default) or differs");
   c->pixels->add_option("--timeout-ms", c->timeout_ms, "at most 120000 (default 5000)");
 
   c->env = display.add_subcommand("env", "DISPLAY and the private XAUTHORITY, as shell exports");
@@ -282,6 +283,7 @@ std::optional<int> run_window_command(const WindowCli& c, bool json, const std::
     } else {
       args["reference"] = absolute(c.reference);
       if (sub->count("--max-pixels")) args["max_pixels"] = c.max_pixels;
+      if (sub->count("--until")) args["until"] = c.until;
     }
     if (sub->count("--tolerance")) args["tolerance"] = c.tolerance;
     return send(json, socket, "wait.pixels", args);

@@ -316,7 +316,7 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
   ops["wait.pixels"] = [displays](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
     EVIDENT_TRY(f.only({"display_id", "generation", "region", "color", "tolerance",
-                        "min_permille", "reference", "max_pixels", "timeout_ms"}));
+                        "min_permille", "reference", "max_pixels", "until", "timeout_ms"}));
     auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
     auto region = region_arg(f, true);
@@ -332,6 +332,18 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
     RawImage reference;
     std::int64_t max_pixels = 0;
     const bool by_color = f.has("color");
+    // "differs": the condition is the opposite one, the region no longer matching the reference
+    // (what a caller that has just looked at the screen waits for: the next change after it).
+    bool differs = false;
+    if (f.has("until")) {
+      auto until = f.string("until", 1, 16);
+      if (!until.ok()) return until.error();
+      if (*until != "matches" && *until != "differs") {
+        return make_error(kArgs, "args: until must be matches or differs");
+      }
+      differs = *until == "differs";
+      if (differs && by_color) return make_error(kArgs, "args: until differs applies to a reference image");
+    }
     if (by_color) {
       if (f.has("max_pixels")) return make_error(kArgs, "args: max_pixels applies to a reference image");
       auto c = f.object("color");
@@ -400,7 +412,7 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
       ++checks;
       last = by_color ? compare_color(*img, color)
                       : compare_reference(*img, reference, static_cast<int>(*tolerance), max_pixels);
-      if (last.matched) {
+      if (last.matched != differs) {
         outcome = "matched";
         break;
       }
@@ -411,6 +423,7 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
     return Json{{"outcome", outcome},
                 {"elapsed_ms", (steady_us() - t0) / 1000},
                 {"checks", checks},
+                {"until", differs ? "differs" : "matches"},
                 {"region", rect_json(*rect)},
                 {"last", last.to_json()}};
   };
