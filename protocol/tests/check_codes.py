@@ -35,6 +35,7 @@ NOT_CODES = {
     # receipt execution fields (docs/receipts.md)
     "external-actions": "receipt execution.kind",
     "external-caller": "receipt execution.claims_authority",
+    "caller-policy": "task receipt execution.kind and claims_authority",
     # prefixes of random owner ids of a display's lock
     "cu-actions": "owner id prefix of a cu actions batch",
     "session-lease": "owner id prefix of a session's lease",

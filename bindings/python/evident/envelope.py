@@ -35,11 +35,14 @@ from .verify import ReceiptFormatError, _timestamp_ms, domain_digest, jcs, parse
 __all__ = ["KeyUsageError", "TrustedKey", "SigningKey", "load_trusted_keys", "load_public_key",
            "load_signing_key", "key_id_of", "pae", "b64decode_strict", "sign_statement",
            "envelope_bytes", "open_envelope", "verify_receipt_envelope", "receipt_frame_digests",
-           "ENVELOPE_CHECKS", "PAYLOAD_TYPE", "STATEMENT_TYPE", "SESSION_PREDICATE_TYPE"]
+           "ENVELOPE_CHECKS", "PAYLOAD_TYPE", "STATEMENT_TYPE", "SESSION_PREDICATE_TYPE",
+           "TASK_PREDICATE_TYPE", "predicate_type_for"]
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SESSION_PREDICATE_TYPE = "urn:evident:session-receipt:v3"
+TASK_PREDICATE_TYPE = "urn:evident:task-receipt:v1"
+TASK_SCHEMA = "evident.task-receipt/v1"
 DOMAIN_TREE_HEAD = "evident/tree-head/v1"
 ENVELOPE_FILE = "receipt.dsse.json"
 MAX_ENVELOPE_BYTES = 1024 * 1024
@@ -52,7 +55,17 @@ LOG_OUTCOMES = ("closed", "aborted", "failed", "expired")
 
 _B64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_RECEIPT_ID = re.compile(r"ecr-[0-9a-f]{64}")
+_RECEIPT_ID = {"session": re.compile(r"ecr-[0-9a-f]{64}"), "task": re.compile(r"etr-[0-9a-f]{64}")}
+
+
+def _is_task(receipt: Any) -> bool:
+    return isinstance(receipt, dict) and receipt.get("schema") == TASK_SCHEMA
+
+
+def predicate_type_for(receipt: Any) -> str:
+    """The predicateType a receipt is signed with: task receipts (docs/receipts.md §12) as
+    urn:evident:task-receipt:v1, session receipts as urn:evident:session-receipt:v3."""
+    return TASK_PREDICATE_TYPE if _is_task(receipt) else SESSION_PREDICATE_TYPE
 
 
 class KeyUsageError(Exception):
@@ -353,8 +366,8 @@ def _log_entry_problem(e: Any) -> str:
         return "outcome must be closed, aborted, failed or expired"
     rid = e["receipt_id"]
     if e["outcome"] == "closed":
-        if not (isinstance(rid, str) and _RECEIPT_ID.fullmatch(rid)):
-            return "a closed run's receipt_id must be ecr- + 64 hex"
+        if not (isinstance(rid, str) and _RECEIPT_ID[kind].fullmatch(rid)):
+            return "a closed run's receipt_id must be ecr- (session) or etr- (task) + 64 hex"
     elif rid is not None:
         return "only a closed run has a receipt_id"
     if not (isinstance(e["ended_at"], str) and _timestamp_ms(e["ended_at"]) is not None):
@@ -431,12 +444,17 @@ def _log_problem(log: Any, receipt: Any, signer: Optional[TrustedKey]) -> str:
     entry = log["entry"]
     r = receipt if isinstance(receipt, dict) else {}
     b = r.get("binding") if isinstance(r.get("binding"), dict) else None
-    if (entry["kind"] != "session" or entry["outcome"] != "closed" or b is None
-            or entry["id"] != r.get("session_id") or entry["attempt_id"] != b.get("attempt_id")
-            or entry["job_sha256"] != b.get("job_sha256")
+    # A session's entry: kind session, id session_id, the binding's job_sha256; a task's: kind
+    # task, id task_id, the receipt's task_sha256 (docs/receipts.md §9, §12).
+    task = _is_task(r)
+    digest_ok = (entry.get("task_sha256") == r.get("task_sha256") if task
+                 else b is not None and entry.get("job_sha256") == b.get("job_sha256"))
+    if (entry["kind"] != ("task" if task else "session") or entry["outcome"] != "closed"
+            or b is None or entry["id"] != r.get("task_id" if task else "session_id")
+            or entry["attempt_id"] != b.get("attempt_id") or not digest_ok
             or entry["receipt_id"] != r.get("receipt_id")):
-        return "the log entry does not describe this receipt (kind, id, attempt, job, outcome, " \
-               "receipt_id)"
+        return "the log entry does not describe this receipt (kind, id, attempt, job or task " \
+               "digest, outcome, receipt_id)"
     proof = []
     for h in log["inclusion_proof"]:
         if not (isinstance(h, str) and _HEX64.fullmatch(h)):
@@ -455,7 +473,7 @@ def verify_receipt_envelope(receipt_bytes: bytes, receipt: Any, envelope_path: s
     """Checks 15–20 of docs/receipts.md for one receipt: ``{"checks", "authenticated",
     "key_id"}``; ``authenticated`` iff every one of these checks passed (the caller combines it
     with the receipt's own checks). ``receipt_bytes`` are the receipt file's exact bytes."""
-    checks, statement, signer = open_envelope(envelope_path, keys, SESSION_PREDICATE_TYPE)
+    checks, statement, signer = open_envelope(envelope_path, keys, predicate_type_for(receipt))
     if statement is None and checks[0]["ok"] is False:
         checks += [{"name": n, "ok": False, "detail": "not checked: the envelope is unusable"}
                    for n in ENVELOPE_CHECKS[4:]]

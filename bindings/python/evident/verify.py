@@ -1,4 +1,5 @@
-"""Independent verifier for ``evident.session-receipt/v3`` and ``/v2`` receipts (stdlib only).
+"""Independent verifier for ``evident.session-receipt/v3`` and ``/v2`` receipts and
+``evident.task-receipt/v1`` task receipts (stdlib only).
 
 Written from docs/receipts.md, not from the C++ code, so that the two implementations cross-check
 each other. It has its own strict JSON parsing, its own JCS (RFC 8785) and its own checks; check
@@ -7,7 +8,7 @@ names and outcomes must agree with ``evident verify`` on every input.
 Command line (same output shape and exit status as ``evident verify``)::
 
     python3 -m evident.verify RECEIPT [--frames DIR] [--png P] [--expect-job H] [--expect-uid N]
-        [--disclosure FILE] [--json]
+        [--disclosure FILE] [--prior RECEIPT] [--json]
         [--key PUB.pem]... [--trusted-keys DIR] [--envelope PATH]   (signatures: evident/envelope.py)
 
 Library::
@@ -30,7 +31,8 @@ from typing import IO, Any, Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["ReceiptFormatError", "jcs", "domain_digest", "parse_strict", "load_receipt_file",
            "verify_receipt", "run_verify_command", "main", "commitment_digest",
-           "load_disclosure_file", "check_disclosure"]
+           "load_disclosure_file", "check_disclosure", "verify_task_receipt",
+           "check_task_lineage"]
 
 # The limits below: protocol/evident.json (checked equal by a test; this file stands alone).
 MAX_SAFE_INTEGER = 2 ** 53 - 1
@@ -488,17 +490,44 @@ def _png_size(path: str) -> Optional[Tuple[int, int]]:
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
+def _frames_problem(frames_dir: str, wanted: List[str], observation: Dict[str, Any]) -> Optional[str]:
+    """Every wanted frame is DIR/<sha>.png hashing to its name; the observed one matches the
+    observation's byte_length and IHDR size."""
+    for h in wanted:
+        path = os.path.join(frames_dir, h + ".png")
+        if not os.path.isfile(path):
+            return "missing frame %s.png" % h
+        if _file_sha256(path) != h:
+            return "frame %s.png does not hash to its name" % h
+        if h == observation["sha256"]:
+            if os.path.getsize(path) != observation["byte_length"]:
+                return "observed frame byte_length differs"
+            ihdr = _png_size(path)
+            if ihdr is None:
+                return "observed frame is not a PNG with IHDR"
+            if ihdr != (observation["width"], observation["height"]):
+                return "observed frame width/height differ from its IHDR"
+    return None
+
+
 def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
                    png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
                    expect_uid: Optional[int] = None,
-                   disclosure: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Runs every applicable check (docs/receipts.md §4) on a parsed receipt.
+                   disclosure: Optional[Dict[str, Any]] = None,
+                   prior: Any = None) -> Dict[str, Any]:
+    """Runs every applicable check (docs/receipts.md §4) on a parsed receipt; a task receipt
+    (``evident.task-receipt/v1``) gets the task checks (§12, verify_task_receipt).
 
     ``disclosure``: a parsed, well-formed disclosure (load_disclosure_file) to check.
+    ``prior``: the parsed ``--prior`` receipt (task receipts only).
 
     Returns {"ok": bool, "receipt_id": str|None, "checks": [{"name","ok","detail"}, ...]}.
     Never raises for a bad receipt: problems are failed checks.
     """
+    if isinstance(receipt, dict) and receipt.get("schema") == TASK_SCHEMA:
+        return verify_task_receipt(receipt, frames_dir=frames_dir, png_path=png_path,
+                                   expect_job_sha256=expect_job_sha256, expect_uid=expect_uid,
+                                   disclosure=disclosure, prior=prior)
     checks: List[Dict[str, Any]] = []
     rid = receipt.get("receipt_id") if isinstance(receipt, dict) else None
     report = {"ok": False, "receipt_id": rid if isinstance(rid, str) else None, "checks": checks}
@@ -646,26 +675,7 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
 
     if frames_dir:
         wanted = sorted({e["frame_sha256"] for e in t} | {obs})
-        detail = None
-        for h in wanted:
-            path = os.path.join(frames_dir, h + ".png")
-            if not os.path.isfile(path):
-                detail = "missing frame %s.png" % h
-                break
-            if _file_sha256(path) != h:
-                detail = "frame %s.png does not hash to its name" % h
-                break
-            if h == obs:
-                if os.path.getsize(path) != r["observation"]["byte_length"]:
-                    detail = "observed frame byte_length differs"
-                    break
-                ihdr = _png_size(path)
-                if ihdr is None:
-                    detail = "observed frame is not a PNG with IHDR"
-                    break
-                if ihdr != (r["observation"]["width"], r["observation"]["height"]):
-                    detail = "observed frame width/height differ from its IHDR"
-                    break
+        detail = _frames_problem(frames_dir, wanted, r["observation"])
         add("frames", detail is None, detail or "%d frames present and hashed" % len(wanted))
 
     if png_path:
@@ -691,6 +701,500 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
     return report
 
 
+# ---------------------------------------------------------------- task receipts (docs/receipts.md §12)
+
+TASK_SCHEMA = "evident.task-receipt/v1"
+DOMAIN_TASK_RECEIPT = "evident/task-receipt/v1"
+DOMAIN_TASK_STAGE_TRANSCRIPT = "evident/task-stage-transcript/v1"
+DOMAIN_TASK_TRANSCRIPT = "evident/task-transcript/v1"
+DOMAIN_TASK_RESULT = "evident/task-result/v1"
+DOMAIN_TASK_CALL_IDS = "evident/task-call-ids/v1"
+# The session kinds plus zoom (tasks may zoom; paste and mouse_down/up are refused everywhere).
+TASK_ACTIONS = SESSION_ACTIONS | {"zoom"}
+# Each mode's limits (protocol/evident.json limits task_*, actions_per_batch_max,
+# actions_per_session_max; checked equal by a test).
+TASK_LIMITS = {
+    "stage": {"max_turns": 12, "deadline_ms": 180000, "input_sealed": False,
+              "max_actions_per_turn": 16, "max_actions": 64},
+    "attest": {"max_turns": 2, "deadline_ms": 45000, "input_sealed": True,
+               "max_actions_per_turn": 16, "max_actions": 64},
+}
+TASK_CALLS_PER_TURN_MAX = 16
+TASK_MIN_EVENTS = 5      # initial_frame, one turn, freeze, observation, result
+TASK_MAX_EVENTS = 80     # + 12 turns + 64 actions
+TASK_TOP_LEVEL_KEYS = frozenset({
+    "schema", "task_id", "mode", "engine", "binding", "actor", "policy", "task_sha256",
+    "execution", "limits", "started_at", "frozen_at", "observed_at", "completed_at",
+    "elapsed_ms", "turn_count", "call_count", "refused_call_count", "invalid_result_count",
+    "safety_check_count", "action_count", "input_event_count",
+    "post_observation_input_event_count", "prior_receipt_id", "prior_transcript_sha256",
+    "prior_transcript_event_count", "prior_completed_at", "transcript",
+    "stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256", "observation",
+    "result", "result_sha256", "receipt_id"})
+TASK_COUNTERS = ("elapsed_ms", "turn_count", "call_count", "refused_call_count",
+                 "invalid_result_count", "safety_check_count", "action_count",
+                 "input_event_count", "post_observation_input_event_count")
+_NATIVE_ACTION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_TASK_FRAME_EVENTS = {
+    "initial_frame": ("frame_sha256",),
+    "freeze": ("frame_sha256",),
+    "observation": ("frame_sha256", "pre_observation_sha256"),
+    "result": ("result_sha256", "frame_sha256"),
+}
+_TASK_TURN_KEYS = frozenset({"index", "kind", "turn", "call_count", "call_ids_sha256",
+                             "native_actions", "model_image_sha256", "frame_sha256"})
+
+
+def _task_event_problem(e: Any, pos: int) -> Optional[str]:
+    where = "transcript[%d]" % pos
+    if not isinstance(e, dict):
+        return where + " is not an object"
+    kind = e.get("kind")
+    if not isinstance(kind, str):
+        return where + ".kind is missing"
+    if not _int_min(e.get("index"), 0):
+        return where + ".index is not an integer >= 0"
+    if kind in _TASK_FRAME_EVENTS:
+        hex_keys = _TASK_FRAME_EVENTS[kind]
+        if not _exact_keys(e, ("index", "kind") + hex_keys):
+            return where + " has wrong keys"
+        for k in hex_keys:
+            if not _hex64(e[k]):
+                return "%s.%s is not 64 lowercase hex" % (where, k)
+        return None
+    if kind == "turn":
+        if not _exact_keys(e, _TASK_TURN_KEYS):
+            return where + " has wrong keys"
+        if not _int_min(e["turn"], 1):
+            return where + ".turn is not an integer >= 1"
+        if not _int_min(e["call_count"], 0):
+            return where + ".call_count is not an integer >= 0"
+        if not _hex64(e["call_ids_sha256"]):
+            return where + ".call_ids_sha256 is not 64 lowercase hex"
+        n = e["native_actions"]
+        if not (isinstance(n, list) and len(n) <= 256):
+            return where + ".native_actions is not an array of at most 256 names"
+        if not all(isinstance(x, str) and _NATIVE_ACTION.fullmatch(x) for x in n):
+            return where + ".native_actions holds a value that is not an action name"
+        for k in ("model_image_sha256", "frame_sha256"):
+            if not _hex64(e[k]):
+                return "%s.%s is not 64 lowercase hex" % (where, k)
+        return None
+    if kind == "action":
+        a = e.get("action")
+        if not (isinstance(a, str) and a in TASK_ACTIONS):
+            return where + ".action is not a task action type"
+        keys = {"index", "kind", "action", "projection_sha256", "status", "input",
+                "input_events", "frame_sha256"}
+        if a in COMMITTED_ACTIONS:
+            keys.add("commitment")
+        if not _exact_keys(e, keys):
+            return where + " has wrong keys"
+        if "commitment" in e and not _hex64(e["commitment"]):
+            return where + ".commitment is not 64 lowercase hex"
+        if not _int_min(e["input_events"], 0):
+            return where + ".input_events is not an integer >= 0"
+        if not _hex64(e["projection_sha256"]):
+            return where + ".projection_sha256 is not 64 lowercase hex"
+        if not (isinstance(e["status"], str) and e["status"] in ("ok", "injected")):
+            return where + '.status is not "ok" or "injected"'
+        if not isinstance(e["input"], bool):
+            return where + ".input is not a boolean"
+        if not _hex64(e["frame_sha256"]):
+            return where + ".frame_sha256 is not 64 lowercase hex"
+        return None
+    return where + ".kind is not a known task event kind"
+
+
+def _task_schema_problem(r: Any) -> Optional[str]:
+    if not isinstance(r, dict):
+        return "receipt is not a JSON object"
+    if set(r) != TASK_TOP_LEVEL_KEYS:
+        return "receipt does not have exactly the top-level keys of a task receipt"
+    if r["schema"] != TASK_SCHEMA:
+        return 'schema is not "evident.task-receipt/v1"'
+    if not _prefixed(r["task_id"], "tsk-", 32):
+        return "task_id is not tsk-<32 hex>"
+    if r["mode"] not in ("stage", "attest") or not isinstance(r["mode"], str):
+        return 'mode is not "stage" or "attest"'
+    eng = r["engine"]
+    if not (_exact_keys(eng, ("name", "version", "host_id")) and eng["name"] == "evident"
+            and _str_len(eng["version"], 1, 64) and _prefixed(eng["host_id"], "hst-", 32)):
+        return "engine is not {name: evident, version, host_id}"
+    b = r["binding"]
+    if not _exact_keys(b, ("display_id", "display_name", "generation", "app_id", "app_pid",
+                           "app_argv_sha256", "attempt_id")):
+        return "binding does not have exactly its seven keys"
+    if not (_int_min(b["display_id"], 0) and _str_len(b["display_name"], 1, 64)
+            and _prefixed(b["generation"], "gen-", 32) and _prefixed(b["app_id"], "app-", 32)
+            and _int_min(b["app_pid"], 1) and _hex64(b["app_argv_sha256"])
+            and _str_len(b["attempt_id"], 1, 256)):
+        return "binding has a malformed member"
+    a = r["actor"]
+    actor_ok = False
+    if isinstance(a, dict):
+        if a.get("kind") == "local_user":
+            actor_ok = _exact_keys(a, ("kind", "uid")) and _int_min(a["uid"], 0)
+        elif a.get("kind") == "in_process":
+            actor_ok = (_exact_keys(a, ("kind", "uid", "pid")) and _int_min(a["uid"], 0)
+                        and _int_min(a["pid"], 1))
+    if not actor_ok:
+        return "actor is not a local_user or in_process actor"
+    p = r["policy"]
+    if not (_exact_keys(p, ("adapter", "provider", "model"))
+            and all(_str_len(p[k], 1, 256) for k in ("adapter", "provider", "model"))):
+        return "policy is not {adapter, provider, model} of 1..256 bytes each"
+    if not _hex64(r["task_sha256"]):
+        return "task_sha256 is not 64 lowercase hex"
+    ex = r["execution"]
+    if not (_exact_keys(ex, ("kind", "internal_model_calls", "claims_authority"))
+            and ex["kind"] == "caller-policy" and _is_int(ex["internal_model_calls"])
+            and ex["internal_model_calls"] == 0 and ex["claims_authority"] == "caller-policy"):
+        return "execution is not the caller-policy constant"
+    lim = r["limits"]
+    if not (_exact_keys(lim, ("max_turns", "deadline_ms", "input_sealed", "max_actions_per_turn",
+                              "max_actions"))
+            and all(_int_min(lim[k], 0) for k in ("max_turns", "deadline_ms",
+                                                  "max_actions_per_turn", "max_actions"))
+            and isinstance(lim["input_sealed"], bool)):
+        return "limits is not {max_turns, deadline_ms, input_sealed, max_actions_per_turn, max_actions}"
+    for k in TIMESTAMP_KEYS:
+        if not isinstance(r[k], str):
+            return k + " is not a string"
+    for k in TASK_COUNTERS:
+        if not _int_min(r[k], 0):
+            return k + " is not an integer >= 0"
+    if r["prior_receipt_id"] is not None and not _prefixed(r["prior_receipt_id"], "etr-", 64):
+        return "prior_receipt_id is not null or etr-<64 hex>"
+    if r["prior_transcript_sha256"] is not None and not _hex64(r["prior_transcript_sha256"]):
+        return "prior_transcript_sha256 is not null or 64 lowercase hex"
+    if r["prior_transcript_event_count"] is not None and not _int_min(
+            r["prior_transcript_event_count"], 0):
+        return "prior_transcript_event_count is not null or an integer >= 0"
+    if r["prior_completed_at"] is not None and not isinstance(r["prior_completed_at"], str):
+        return "prior_completed_at is not null or a string"
+    t = r["transcript"]
+    if not (isinstance(t, list) and TASK_MIN_EVENTS <= len(t) <= TASK_MAX_EVENTS):
+        return "transcript is not an array of 5..80 events"
+    for i, e in enumerate(t):
+        prob = _task_event_problem(e, i)
+        if prob:
+            return prob
+    for k in ("stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
+              "result_sha256"):
+        if not _hex64(r[k]):
+            return k + " is not 64 lowercase hex"
+    o = r["observation"]
+    if not (_exact_keys(o, ("sha256", "byte_length", "width", "height")) and _hex64(o["sha256"])
+            and _int_min(o["byte_length"], 1) and _int_min(o["width"], 1)
+            and _int_min(o["height"], 1)):
+        return "observation is not {sha256, byte_length>=1, width>=1, height>=1}"
+    if not isinstance(r["result"], dict):
+        return "result is not an object"
+    if not _prefixed(r["receipt_id"], "etr-", 64):
+        return "receipt_id is not etr-<64 hex>"
+    return None
+
+
+def verify_task_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
+                        png_path: Optional[str] = None, expect_job_sha256: Optional[str] = None,
+                        expect_uid: Optional[int] = None,
+                        disclosure: Optional[Dict[str, Any]] = None,
+                        prior: Any = None) -> Dict[str, Any]:
+    """The checks of an ``evident.task-receipt/v1`` receipt (docs/receipts.md §12), in order.
+    ``prior``: the parsed ``--prior`` receipt (the stage receipt an attest receipt names)."""
+    checks: List[Dict[str, Any]] = []
+    rid = receipt.get("receipt_id") if isinstance(receipt, dict) else None
+    report = {"ok": False, "receipt_id": rid if isinstance(rid, str) else None, "checks": checks}
+
+    def add(name: str, detail: Optional[str], ok_detail: str) -> None:
+        checks.append({"name": name, "ok": detail is None, "detail": detail or ok_detail})
+
+    problem = _task_schema_problem(receipt)
+    if problem:
+        add("schema", problem, "")
+        return report
+    r = receipt
+    add("schema", None, TASK_SCHEMA)
+    t = r["transcript"]
+    kinds = [e["kind"] for e in t]
+    attest = r["mode"] == "attest"
+
+    def digest(domain: str, v: Any) -> Optional[str]:
+        try:
+            return domain_digest(domain, v)
+        except ReceiptFormatError:
+            return None
+
+    d = digest(DOMAIN_TASK_RECEIPT, {k: v for k, v in r.items() if k != "receipt_id"})
+    add("receipt_id", None if d is not None and r["receipt_id"] == "etr-" + d
+        else "recomputed etr-%s" % (d or "?")[:12], "matches")
+    d = digest(DOMAIN_TASK_TRANSCRIPT, {"prior_transcript_sha256": r["prior_transcript_sha256"],
+                                        "events": t})
+    add("transcript_sha256", None if d is not None and r["transcript_sha256"] == d
+        else "recomputed %s" % (d or "?")[:12], "matches")
+    freeze = next((i for i, k in enumerate(kinds) if k == "freeze"), None)
+    if freeze is None:
+        add("stage_transcript_sha256", "no freeze event", "")
+    else:
+        d = digest(DOMAIN_TASK_STAGE_TRANSCRIPT, t[:freeze + 1])
+        add("stage_transcript_sha256", None if d is not None and r["stage_transcript_sha256"] == d
+            else "recomputed %s" % (d or "?")[:12], "matches")
+
+    detail: Optional[str] = None
+    try:
+        size = len(jcs(r["result"]))
+        c = domain_digest(DOMAIN_TASK_RESULT, r["result"])
+    except ReceiptFormatError:
+        detail = "the result is not canonicalizable"
+    else:
+        if size > MAX_CLAIMS_CANONICAL_BYTES:
+            detail = "the result is %d bytes canonical (limit 16384)" % size
+        elif r["result_sha256"] != c:
+            detail = "result_sha256 differs from recomputed %s" % c[:12]
+        else:
+            bad = [i for i, e in enumerate(t) if e["kind"] == "result" and e["result_sha256"] != c]
+            if bad:
+                detail = "transcript[%d].result_sha256 differs" % bad[0]
+    add("result_sha256", detail, "matches")
+
+    # event_order: initial_frame, (turn action*)+, freeze, observation, result
+    detail = next(("transcript[%d].index is not %d" % (i, i)
+                   for i, e in enumerate(t) if e["index"] != i), None)
+    if detail is None:
+        shape = re.fullmatch(r"I(TA*)+FOR", "".join(
+            {"initial_frame": "I", "turn": "T", "action": "A", "freeze": "F",
+             "observation": "O", "result": "R"}[k] for k in kinds))
+        if not shape:
+            detail = "kinds are not initial_frame, (turn, action*)+, freeze, observation, result"
+    add("event_order", detail, "%d events in order" % len(t))
+
+    # turns
+    turns = [(i, e) for i, e in enumerate(t) if e["kind"] == "turn"]
+    per_turn = r["limits"]["max_actions_per_turn"]
+    empty_ids = domain_digest(DOMAIN_TASK_CALL_IDS, [])
+    detail = None
+    for n, (i, e) in enumerate(turns, start=1):
+        acts = 0
+        j = i + 1
+        while j < len(t) and kinds[j] == "action":
+            acts += 1
+            j += 1
+        where = "transcript[%d]" % i
+        cc = e["call_count"]
+        if e["turn"] != n:
+            detail = "%s.turn is not %d" % (where, n)
+        elif cc > TASK_CALLS_PER_TURN_MAX:
+            detail = where + " has more than 16 calls"
+        elif cc == 0 and (acts or e["native_actions"] or e["call_ids_sha256"] != empty_ids):
+            detail = where + " is a final answer but has actions, native actions or call ids"
+        elif cc > 0 and not 1 <= acts <= per_turn:
+            detail = "%s has %d action events" % (where, acts)
+        elif cc > 0 and not e["native_actions"]:
+            detail = where + " has calls but no native actions"
+        if detail:
+            break
+    if detail is None and turns and turns[-1][1]["call_count"] != 0:
+        detail = "the last turn is not a final answer"
+    add("turns", detail, "%d turns, contiguous" % len(turns))
+
+    # turn_frames
+    detail = None
+    issued = set()
+    for i, e in enumerate(t):
+        if e["kind"] == "turn" and e["frame_sha256"] not in issued:
+            detail = "transcript[%d].frame_sha256 is not an earlier issued frame" % i
+            break
+        if e["kind"] in ("initial_frame", "action"):
+            issued.add(e["frame_sha256"])
+    add("turn_frames", detail, "every turn was shown an earlier issued frame")
+
+    # counters
+    actions = [e for e in t if e["kind"] == "action"]
+    answers = sum(1 for _, e in turns if e["call_count"] == 0)
+    detail = None
+    if r["action_count"] != len(actions):
+        detail = "action_count %d but %d action events" % (r["action_count"], len(actions))
+    elif r["input_event_count"] != sum(e["input_events"] for e in actions):
+        detail = "input_event_count is not the sum of input_events"
+    elif r["turn_count"] != len(turns):
+        detail = "turn_count %d but %d turn events" % (r["turn_count"], len(turns))
+    elif r["call_count"] != sum(e["call_count"] for _, e in turns):
+        detail = "call_count is not the sum of the turns' call_count"
+    elif r["invalid_result_count"] != answers - 1:
+        detail = "invalid_result_count is not the final answers before the valid one"
+    elif r["refused_call_count"] != 0 or r["safety_check_count"] != 0:
+        detail = "refused_call_count and safety_check_count are not 0"
+    add("counters", detail, "consistent with events")
+
+    detail = None
+    for i, e in enumerate(t):
+        if e["kind"] != "action":
+            continue
+        if e["input"] != (e["input_events"] > 0):
+            detail = "transcript[%d].input disagrees with its input_events" % i
+            break
+        if e["input_events"] > 0 and e["action"] not in INPUT_ACTIONS:
+            detail = "transcript[%d] is of a kind that sends no input" % i
+            break
+    add("input_flags", detail, "agree with input_events and kinds")
+    detail = None
+    for i, e in enumerate(t):
+        if (e["kind"] == "action" and e["action"] in CONSTANT_PROJECTION_ACTIONS
+                and e["projection_sha256"] != domain_digest(DOMAIN_ACTION_PROJECTION,
+                                                            {"type": e["action"]})):
+            detail = "transcript[%d].projection_sha256 is not the constant projection" % i
+            break
+    add("projections", detail, "constant projections recompute")
+
+    # limits
+    want = TASK_LIMITS[r["mode"]]
+    detail = None
+    if r["limits"] != want:
+        detail = "limits are not the %s limits" % r["mode"]
+    elif len(turns) > want["max_turns"]:
+        detail = "%d turns exceed max_turns" % len(turns)
+    elif r["action_count"] > want["max_actions"]:
+        detail = "action_count exceeds max_actions"
+    add("limits", detail, "the %s limits, kept" % r["mode"])
+
+    # attest_input
+    detail = None
+    if attest:
+        for i, e in enumerate(t):
+            if e["kind"] != "action":
+                continue
+            if e["action"] not in ("screenshot", "zoom"):
+                detail = "transcript[%d] is an input action in attest" % i
+            elif e["input"] or e["input_events"] != 0:
+                detail = "transcript[%d] sent input in attest" % i
+            if detail:
+                break
+        if detail is None and r["input_event_count"] != 0:
+            detail = "input_event_count is not 0 in attest"
+    add("attest_input", detail, "no input in attest" if attest else "stage: input allowed")
+
+    # lineage
+    lineage_keys = ("prior_receipt_id", "prior_transcript_sha256", "prior_transcript_event_count",
+                    "prior_completed_at")
+    n_set = sum(1 for k in lineage_keys if r[k] is not None)
+    detail = None
+    if not attest and n_set:
+        detail = "a stage receipt has lineage members"
+    elif attest and n_set != 4:
+        detail = "an attest receipt lacks lineage members"
+    elif attest:
+        prior_ms = _timestamp_ms(r["prior_completed_at"])
+        start_ms = _timestamp_ms(r["started_at"])
+        if prior_ms is None or prior_ms > 253402300799999:
+            detail = "prior_completed_at is not YYYY-MM-DDTHH:MM:SS.mmmZ (1970..9999)"
+        elif start_ms is not None and start_ms < prior_ms:
+            detail = "started_at is earlier than prior_completed_at"
+        elif not TASK_MIN_EVENTS <= r["prior_transcript_event_count"] <= TASK_MAX_EVENTS:
+            detail = "prior_transcript_event_count is not 5..80"
+    add("lineage", detail, "attest bound to a stage receipt" if attest else "stage: no lineage")
+
+    ok = r["post_observation_input_event_count"] == 0
+    add("post_observation_input_event_count", None if ok else "not 0", "0")
+
+    detail = None
+    prev = -1
+    for k in TIMESTAMP_KEYS:
+        ms = _timestamp_ms(r[k])
+        if ms is None or ms > 253402300799999:
+            detail = "%s is not YYYY-MM-DDTHH:MM:SS.mmmZ (1970..9999)" % k
+            break
+        if ms < prev:
+            detail = "%s is earlier than the previous timestamp" % k
+            break
+        prev = ms
+    add("timestamps", detail, "well-formed and ordered")
+
+    obs = r["observation"]["sha256"]
+    detail = None
+    for e in t:
+        if e["kind"] == "observation":
+            if e["frame_sha256"] != obs:
+                detail = "observation event frame differs from observation"
+            elif e["pre_observation_sha256"] != r["pre_observation_sha256"]:
+                detail = "observation event pre_observation_sha256 differs"
+        elif e["kind"] == "result" and e["frame_sha256"] != obs:
+            detail = "result event frame differs from observation"
+        if detail:
+            break
+    add("observation_digest", detail, "matches")
+
+    if frames_dir:
+        wanted = sorted({e["frame_sha256"] for e in t} | {obs})
+        add("frames", _frames_problem(frames_dir, wanted, r["observation"]),
+            "%d frames present and hashed" % len(wanted))
+    if png_path:
+        h = _file_sha256(png_path)
+        add("png", "cannot read the --png file" if h is None
+            else (None if h == obs else "the --png file is not the observed frame"),
+            "is the observed frame")
+    if expect_job_sha256:
+        ok = r["task_sha256"] == expect_job_sha256.lower()
+        add("expect_task", None if ok else "task_sha256 differs", "task_sha256 matches")
+    if expect_uid is not None:
+        ok = r["actor"]["uid"] == expect_uid
+        add("expect_uid", None if ok else "actor.uid differs", "actor.uid matches")
+    if disclosure is not None:
+        checks.extend(check_disclosure(r, disclosure))
+    if prior is not None:
+        checks.extend(check_task_lineage(r, prior))
+    report["ok"] = all(c["ok"] for c in checks)
+    return report
+
+
+def check_task_lineage(r: Dict[str, Any], prior: Any) -> List[Dict[str, Any]]:
+    """prior_receipt, prior_binding, prior_chronology, prior_transcript: an attest receipt
+    (that passed "schema") against the stage receipt given as --prior."""
+    out: List[Dict[str, Any]] = []
+    detail = None
+    if r["mode"] != "attest":
+        detail = "this is a stage receipt: it has no prior"
+    elif not (isinstance(prior, dict) and prior.get("schema") == TASK_SCHEMA):
+        detail = "the prior is not a task receipt"
+    else:
+        pr = verify_task_receipt(prior)
+        if not pr["ok"]:
+            detail = "the prior does not verify (failed: %s)" % ", ".join(
+                c["name"] for c in pr["checks"] if not c["ok"])
+        elif prior["mode"] != "stage":
+            detail = "the prior is not a stage receipt"
+        elif prior["receipt_id"] != r["prior_receipt_id"]:
+            detail = "the prior's receipt_id is not prior_receipt_id"
+    out.append({"name": "prior_receipt", "ok": detail is None,
+                "detail": detail or "a verified stage task receipt"})
+    if detail is not None:
+        for n in ("prior_binding", "prior_chronology", "prior_transcript"):
+            out.append({"name": n, "ok": False, "detail": "not checked: no usable prior"})
+        return out
+    detail = next(("binding.%s differs from the prior's" % k
+                   for k in ("generation", "app_id", "attempt_id")
+                   if r["binding"][k] != prior["binding"][k]), None)
+    out.append({"name": "prior_binding", "ok": detail is None,
+                "detail": detail or "same generation, app and attempt"})
+    detail = None
+    if prior["completed_at"] != r["prior_completed_at"]:
+        detail = "prior_completed_at is not the prior's completed_at"
+    else:
+        p_ms, s_ms = _timestamp_ms(prior["completed_at"]), _timestamp_ms(r["started_at"])
+        if p_ms is None or s_ms is None or s_ms < p_ms:
+            detail = "started before the prior completed"
+    out.append({"name": "prior_chronology", "ok": detail is None,
+                "detail": detail or "started after the prior completed"})
+    detail = None
+    if prior["transcript_sha256"] != r["prior_transcript_sha256"]:
+        detail = "prior_transcript_sha256 is not the prior's transcript_sha256"
+    elif len(prior["transcript"]) != r["prior_transcript_event_count"]:
+        detail = "prior_transcript_event_count is not the prior's transcript length"
+    out.append({"name": "prior_transcript", "ok": detail is None,
+                "detail": detail or "digest and event count match"})
+    return out
+
+
 # ---------------------------------------------------------------- disclosures (receipt v3)
 
 def commitment_digest(salt: str, value: str) -> str:
@@ -705,8 +1209,8 @@ def _disclosure_problem(d: Any) -> Optional[str]:
         return "the disclosure does not have exactly the six members of evident.disclosure/v1"
     if d["schema"] != DISCLOSURE_SCHEMA:
         return "the disclosure's schema is not evident.disclosure/v1"
-    if not _prefixed(d["receipt_id"], "ecr-", 64):
-        return "receipt_id is not ecr-<64 hex>"
+    if not (_prefixed(d["receipt_id"], "ecr-", 64) or _prefixed(d["receipt_id"], "etr-", 64)):
+        return "receipt_id is not ecr-<64 hex> or etr-<64 hex>"
     if not _int_min(d["action_index"], 0):
         return "action_index is not an integer >= 0"
     if not isinstance(d["action"], str):
@@ -751,18 +1255,18 @@ def check_disclosure(r: Dict[str, Any], d: Dict[str, Any]) -> List[Dict[str, Any
     out.append({"name": "disclosure_receipt", "ok": same,
                 "detail": "names this receipt" if same else "names another receipt"})
     i = d["action_index"]
-    t = r["transcript"]
+    # The i-th (0-based) action event: a session's are transcript[1..], a task's follow their
+    # turn events.
+    actions = [e for e in r["transcript"] if isinstance(e, dict) and e.get("kind") == "action"]
     event = None
-    if i >= r["action_count"] or i + 1 >= len(t):
+    if i >= r["action_count"] or i >= len(actions):
         detail = "action_index is beyond the receipt's actions"
-    elif t[i + 1]["kind"] != "action":
-        detail = "action_index does not name an action event"
-    elif "commitment" not in t[i + 1]:
+    elif "commitment" not in actions[i]:
         detail = "that action carries no commitment"
-    elif t[i + 1]["action"] != d["action"]:
+    elif actions[i]["action"] != d["action"]:
         detail = "that action is of another kind"
     else:
-        event = t[i + 1]
+        event = actions[i]
         detail = "action %d carries a commitment" % i
     out.append({"name": "disclosure_action", "ok": event is not None, "detail": detail})
     if event is None:
@@ -789,6 +1293,7 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
                        trusted_keys_dir: Optional[str] = None,
                        envelope_path: Optional[str] = None,
                        disclosure_path: Optional[str] = None,
+                       prior_path: Optional[str] = None,
                        signatures: Optional[ModuleType] = None) -> int:
     """Same behaviour as ``evident verify``; returns the exit status (0, 1, or 2). With
     ``key_files``/``trusted_keys_dir`` the envelope is checked too, by ``signatures`` (the module
@@ -825,9 +1330,16 @@ def run_verify_command(path: str, *, frames_dir: Optional[str] = None,
             disclosure = load_disclosure_file(disclosure_path)
         except ReceiptFormatError as e:
             return fail(e.code, e.message, 1)
+    prior = None
+    if prior_path:
+        try:
+            prior = load_receipt_file(prior_path)
+        except ReceiptFormatError as e:
+            code = "verify-prior-unreadable" if e.code == "receipt-unreadable" else "verify-prior-json"
+            return fail(code, "the --prior receipt: " + e.message, 1)
     report = verify_receipt(receipt, frames_dir=frames_dir, png_path=png_path,
                             expect_job_sha256=expect_job_sha256, expect_uid=expect_uid,
-                            disclosure=disclosure)
+                            disclosure=disclosure, prior=prior)
     auth: Dict[str, Any] = {"authenticated": False, "key_id": None}
     note = UNAUTHENTICATED_NOTE
     if keys:
@@ -876,13 +1388,15 @@ def _authenticate(E: ModuleType, path: str, receipt: Any, report: Dict[str, Any]
 
 def main(argv: Optional[List[str]] = None, signatures: Optional[ModuleType] = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m evident.verify",
-                                     description="Verify an evident session receipt.")
+                                     description="Verify an evident session or task receipt.")
     parser.add_argument("receipt")
     parser.add_argument("--frames", metavar="DIR")
     parser.add_argument("--png", metavar="PATH")
     parser.add_argument("--expect-job", metavar="SHA256")
     parser.add_argument("--expect-uid", metavar="N", type=int)
     parser.add_argument("--disclosure", metavar="FILE")
+    parser.add_argument("--prior", metavar="RECEIPT",
+                        help="the stage task receipt an attest task receipt names")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--key", metavar="PUB.pem", action="append", default=[],
                         help="a trusted public key (repeatable): check the signed envelope")
@@ -894,7 +1408,8 @@ def main(argv: Optional[List[str]] = None, signatures: Optional[ModuleType] = No
                               expect_job_sha256=args.expect_job, expect_uid=args.expect_uid,
                               as_json=args.json, key_files=args.key,
                               trusted_keys_dir=args.trusted_keys, envelope_path=args.envelope,
-                              disclosure_path=args.disclosure, signatures=signatures)
+                              disclosure_path=args.disclosure, prior_path=args.prior,
+                              signatures=signatures)
 
 
 if __name__ == "__main__":

@@ -54,10 +54,13 @@ int run_verify_program(int argc, const char* const* argv, bool json) {
   app.add_option("RECEIPT", receipt)->required();
   app.add_option("--frames", vo.frames_dir, "the evidence directory with the frames");
   app.add_option("--png", vo.png_path, "a PNG that must be the observed frame");
-  app.add_option("--expect-job", vo.expect_job_sha256, "the expected job_sha256");
+  app.add_option("--expect-job", vo.expect_job_sha256,
+                 "the expected job_sha256 (of a task receipt: its task_sha256)");
   app.add_option("--expect-uid", expect_uid, "the expected actor uid");
   app.add_option("--disclosure", vo.disclosure_path,
                  "a disclosure (evident disclose) to check against the receipt's commitment");
+  app.add_option("--prior", vo.prior_path,
+                 "the stage task receipt an attest task receipt names (lineage checks)");
   app.add_option("--key", auth.key_files,
                  "a trusted public key (SPKI PEM); authenticates with receipt.dsse.json (repeatable)");
   app.add_option("--trusted-keys", auth.trusted_keys_dir, "a directory of trusted *.pub/*.pem keys");

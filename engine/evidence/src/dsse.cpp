@@ -6,6 +6,7 @@
 #include "evident/core/sha256.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
+#include "evident/receipts/task_receipt.h"
 
 namespace evident {
 namespace {
@@ -114,6 +115,10 @@ std::vector<std::string> receipt_frame_digests(const Json& receipt) {
   return {set.begin(), set.end()};
 }
 
+std::string_view predicate_type_for(const Json& receipt) {
+  return is_task_receipt(receipt) ? kTaskReceiptPredicateType : kSessionPredicateType;
+}
+
 Json make_receipt_statement(std::string_view receipt_file_bytes, const Json& receipt,
                             const Json& log) {
   Json subjects = Json::array();
@@ -128,7 +133,7 @@ Json make_receipt_statement(std::string_view receipt_file_bytes, const Json& rec
   }
   return Json{{"_type", std::string(kStatementType)},
               {"subject", std::move(subjects)},
-              {"predicateType", std::string(kSessionPredicateType)},
+              {"predicateType", std::string(predicate_type_for(receipt))},
               {"predicate", {{"receipt_id", receipt_id}, {"log", log}}}};
 }
 

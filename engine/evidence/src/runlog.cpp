@@ -127,9 +127,9 @@ std::string log_entry_problem(const Json& e) {
   bool closed = outcome.get<std::string>() == "closed";
   if (closed) {
     if (!rid.is_string() || rid.get_ref<const std::string&>().size() != 68 ||
-        rid.get_ref<const std::string&>().compare(0, 4, "ecr-") != 0 ||
+        rid.get_ref<const std::string&>().compare(0, 4, k == "task" ? "etr-" : "ecr-") != 0 ||
         !is_lower_hex(std::string_view(rid.get_ref<const std::string&>()).substr(4), 64)) {
-      return "a closed run's receipt_id must be ecr- + 64 hex";
+      return "a closed run's receipt_id must be ecr- (session) or etr- (task) + 64 hex";
     }
   } else if (!rid.is_null()) {
     return "only a closed run has a receipt_id";

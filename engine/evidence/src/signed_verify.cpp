@@ -8,6 +8,7 @@
 #include "evident/core/fs.h"
 #include "evident/core/sha256.h"
 #include "evident/evidence/dsse.h"
+#include "evident/receipts/task_receipt.h"
 #include "evident/evidence/merkle.h"
 #include "evident/evidence/runlog.h"
 #include "evident/receipts/jcs.h"
@@ -181,8 +182,11 @@ AuthResult verify_receipt_envelope(const std::string& receipt_bytes, const Json&
         detail = "the statement must have exactly _type, subject, predicateType and predicate";
       } else if (statement["_type"] != std::string(kStatementType)) {
         detail = "_type is not " + std::string(kStatementType);
-      } else if (statement["predicateType"] != std::string(kSessionPredicateType)) {
-        detail = "predicateType is not " + std::string(kSessionPredicateType);
+      } else if (statement["predicateType"] != std::string(predicate_type_for(receipt))) {
+        // A task receipt must be signed as one, a session receipt as one: a statement about the
+        // other kind is refused.
+        detail = "predicateType is not " + std::string(predicate_type_for(receipt)) +
+                 " (the receipt's schema)";
       } else if (!exact_keys(*pred, {"receipt_id", "log"})) {
         detail = "the predicate must have exactly receipt_id and log";
       } else if (!receipt.is_object() || !receipt.contains("receipt_id") ||
@@ -245,12 +249,20 @@ AuthResult verify_receipt_envelope(const std::string& receipt_bytes, const Json&
     } else {
       const Json& entry = (*log)["entry"];
       const Json* binding = member(receipt, "binding");
-      if (entry["kind"] != "session" || entry["outcome"] != "closed" ||
-          entry["id"] != receipt.value("session_id", Json()) ||
+      // A session's entry: kind "session", id session_id, job_sha256 of the binding; a task's:
+      // kind "task", id task_id, task_sha256 of the receipt (docs/receipts.md §9, §12).
+      const bool task = is_task_receipt(receipt);
+      const bool digest_ok =
+          task ? entry.value("task_sha256", Json()) == receipt.value("task_sha256", Json()) &&
+                     !entry.contains("job_sha256")
+               : binding != nullptr &&
+                     entry.value("job_sha256", Json()) == binding->value("job_sha256", Json()) &&
+                     !entry.contains("task_sha256");
+      if (entry["kind"] != (task ? "task" : "session") || entry["outcome"] != "closed" ||
+          entry["id"] != receipt.value(task ? "task_id" : "session_id", Json()) ||
           binding == nullptr || entry["attempt_id"] != binding->value("attempt_id", Json()) ||
-          entry["job_sha256"] != binding->value("job_sha256", Json()) ||
-          entry["receipt_id"] != receipt.value("receipt_id", Json())) {
-        detail = "the log entry does not describe this receipt (kind, id, attempt, job, outcome, receipt_id)";
+          !digest_ok || entry["receipt_id"] != receipt.value("receipt_id", Json())) {
+        detail = "the log entry does not describe this receipt (kind, id, attempt, job or task digest, outcome, receipt_id)";
       } else {
         std::vector<Hash32> proof;
         for (const auto& h : (*log)["inclusion_proof"]) {

@@ -10,7 +10,10 @@
 #include "evident/core/fs.h"
 #include "evident/evidence/dsse.h"
 #include "evident/evidence/session_evidence.h"
+#include "evident/evidence/runlog.h"
 #include "evident/evidence/signed_verify.h"
+#include "evident/evidence/merkle.h"
+#include "evident/receipts/task_receipt.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
 #include "evident/receipts/verify.h"
@@ -197,6 +200,93 @@ TEST(SignedVerify, BadEnvelopesAreNamedFailingChecks) {
   }
   ::unlink((s.evidence + "/receipt.dsse.json").c_str());
   EXPECT_EQ(failed(check(s, {s.key})), all);
+}
+
+// Task receipts (docs/receipts.md §12): signed with predicateType urn:evident:task-receipt:v1
+// and a run-log entry of kind "task" (id task_id, task_sha256), sealed here as the task lane's
+// close does; a statement of the other kind, or a session entry, is refused.
+struct SealedTask {
+  TempDir dir;
+  std::string evidence;
+  Json receipt;
+  Ed25519Key key = *Ed25519Key::generate();
+  Json good;
+};
+
+void seal_task(SealedTask& s, const std::string& name, const std::string& entry_kind = "task") {
+  s.evidence = s.dir / "evidence";
+  ASSERT_TRUE(make_private_dir(s.evidence).ok());
+  namespace fs = std::filesystem;
+  const std::string src = testing::source_path("receipts/task/" + name);
+  fs::copy_file(src + "/receipt.json", s.evidence + "/receipt.json");
+  for (const auto& f : fs::directory_iterator(src + "/frames")) {
+    fs::copy_file(f.path(), s.evidence + "/" + f.path().filename().string());
+  }
+  s.receipt = testing::read_json(s.evidence + "/receipt.json");
+  RunLog log(s.dir / "state");
+  Json entry{{"kind", entry_kind},
+             {"id", entry_kind == "task" ? s.receipt["task_id"] : Json("ses-" + std::string(32, 'a'))},
+             {"attempt_id", s.receipt["binding"]["attempt_id"]},
+             {entry_kind == "task" ? "task_sha256" : "job_sha256", s.receipt["task_sha256"]},
+             {"outcome", "closed"},
+             // (a session entry must name an ecr- receipt: it cannot describe this one)
+             {"receipt_id", entry_kind == "task" ? s.receipt["receipt_id"]
+                                                 : Json("ecr-" + s.receipt["receipt_id"].get<std::string>().substr(4))},
+             {"ended_at", s.receipt["completed_at"]}};
+  auto appended = log.append(entry, s.key, false);
+  ASSERT_TRUE(appended.ok()) << appended.error().message;
+  Json proof = Json::array();
+  for (const auto& h : appended->inclusion_proof) proof.push_back(hash_hex(h));
+  Json l{{"index", appended->index}, {"tree_head", appended->tree_head},
+         {"entry", appended->entry}, {"inclusion_proof", proof}};
+  ASSERT_TRUE(write_receipt_envelope(s.evidence, testing::read_text(s.evidence + "/receipt.json"),
+                                     s.receipt, l, s.key).ok());
+  s.good = testing::read_json(s.evidence + "/receipt.dsse.json");
+}
+
+AuthResult check_task(const SealedTask& s) {
+  return verify_receipt_envelope(testing::read_text(s.evidence + "/receipt.json"), s.receipt,
+                                 s.evidence + "/receipt.dsse.json", {s.key});
+}
+
+TEST(SignedVerify, TaskReceiptsAreSignedAsTaskReceipts) {
+  for (const std::string name : {"stage", "attest"}) {
+    SealedTask s;
+    seal_task(s, name);
+    EXPECT_EQ(predicate_type_for(s.receipt), kTaskReceiptPredicateType);
+    Json st = statement_of(s.good);
+    EXPECT_EQ(st["predicateType"], "urn:evident:task-receipt:v1");
+    auto r = check_task(s);
+    EXPECT_TRUE(r.authenticated) << name << " " << ::testing::PrintToString(failed(r));
+    // Every frame the transcript names (turn events' included) is a subject.
+    EXPECT_EQ(st["subject"].size(), 1 + receipt_frame_digests(s.receipt).size());
+    // Signed as a session receipt (re-signed by the key holder): refused.
+    Json wrong = st;
+    wrong["predicateType"] = std::string(kSessionPredicateType);
+    auto env = sign_envelope(s.key, kDssePayloadType, *canonicalize(wrong));
+    testing::write_text(s.evidence + "/receipt.dsse.json", env->dump());
+    EXPECT_EQ(failed(check_task(s)), (std::vector<std::string>{"statement"})) << name;
+  }
+  // A session receipt signed with the task predicate: refused.
+  Sealed sess;
+  seal(sess, "v3-three-actions");
+  Json st = statement_of(sess.envelope);
+  EXPECT_EQ(st["predicateType"], std::string(kSessionPredicateType));
+  st["predicateType"] = std::string(kTaskReceiptPredicateType);
+  write_envelope(sess, resign(sess, st));
+  EXPECT_EQ(failed(check(sess, {sess.key})), (std::vector<std::string>{"statement"}));
+  // A task receipt whose log entry is a session's (kind, id, job_sha256): refused.
+  SealedTask t;
+  seal_task(t, "stage", "session");
+  EXPECT_EQ(failed(check_task(t)), (std::vector<std::string>{"log_inclusion"}));
+  // The entry's task_sha256 must be the receipt's.
+  SealedTask u;
+  seal_task(u, "stage");
+  Json ust = statement_of(u.good);
+  ust["predicate"]["log"]["entry"]["task_sha256"] = std::string(64, '0');
+  auto uenv = sign_envelope(u.key, kDssePayloadType, *canonicalize(ust));
+  testing::write_text(u.evidence + "/receipt.dsse.json", uenv->dump());
+  EXPECT_EQ(failed(check_task(u)), (std::vector<std::string>{"log_inclusion"}));
 }
 
 // The CLI: JSON members, exit codes, the plain warning without a key.

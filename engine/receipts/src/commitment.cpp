@@ -38,10 +38,12 @@ std::string disclosure_shape_problem(const Json& d) {
   if (d.size() != 6) return "the disclosure has members beyond the six of evident.disclosure/v1";
   if (d["schema"] != kDisclosureSchema) return "the disclosure's schema is not evident.disclosure/v1";
   const Json& rid = d["receipt_id"];
+  // ecr- (a session receipt) or etr- (a task receipt, task_receipt.h).
   if (!rid.is_string() || rid.get_ref<const std::string&>().size() != 68 ||
-      rid.get_ref<const std::string&>().compare(0, 4, "ecr-") != 0 ||
+      (rid.get_ref<const std::string&>().compare(0, 4, "ecr-") != 0 &&
+       rid.get_ref<const std::string&>().compare(0, 4, "etr-") != 0) ||
       !is_lower_hex(std::string_view(rid.get_ref<const std::string&>()).substr(4), 64)) {
-    return "receipt_id is not ecr-<64 hex>";
+    return "receipt_id is not ecr-<64 hex> or etr-<64 hex>";
   }
   const Json& idx = d["action_index"];
   if (!(idx.is_number_unsigned() || idx.is_number_integer()) || idx.get<std::int64_t>() < 0 ||
@@ -65,19 +67,26 @@ std::vector<DisclosureCheck> check_disclosure(const Json& r, const Json& d) {
   const bool same_receipt = r.contains("receipt_id") && r["receipt_id"] == d["receipt_id"];
   out.push_back({"disclosure_receipt", same_receipt,
                  same_receipt ? "names this receipt" : "names another receipt"});
-  // The action event: transcript[action_index + 1] (event 0 is the initial frame).
+  // The action event: the action_index-th (0-based) event of kind "action" (a session's are
+  // transcript[1..]; a task's sit after their turn events).
   const Json* event = nullptr;
   std::string detail;
   const std::int64_t index = d["action_index"].get<std::int64_t>();
   const Json& t = r["transcript"];
   const std::int64_t actions = r["action_count"].is_number() ? r["action_count"].get<std::int64_t>() : 0;
-  if (index >= actions || index + 1 >= static_cast<std::int64_t>(t.size())) {
+  const Json* found = nullptr;
+  std::int64_t seen = 0;
+  for (const Json& e : t) {
+    if (e.is_object() && e.value("kind", "") == "action" && seen++ == index) {
+      found = &e;
+      break;
+    }
+  }
+  if (index >= actions || found == nullptr) {
     detail = "action_index is beyond the receipt's actions";
   } else {
-    const Json& e = t[static_cast<std::size_t>(index + 1)];
-    if (!e.is_object() || e.value("kind", "") != "action") {
-      detail = "action_index does not name an action event";
-    } else if (!e.contains("commitment")) {
+    const Json& e = *found;
+    if (!e.contains("commitment")) {
       detail = "that action carries no commitment";
     } else if (e["action"] != d["action"]) {
       detail = "that action is of another kind";

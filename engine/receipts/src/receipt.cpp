@@ -5,6 +5,7 @@
 #include "evident/receipts/commitment.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/verify.h"
+#include "build_parts.h"
 
 namespace evident {
 
@@ -27,18 +28,107 @@ Json project_action(const Json& action) {
   return p;
 }
 
+namespace receipt_parts {
+
+Result<std::string> checked_claims_jcs(const Json& claims, std::string_view code,
+                                       std::string_view what) {
+  if (!claims.is_object()) {
+    return make_error(std::string(code), std::string(what) + " must be a JSON object");
+  }
+  auto bytes = canonicalize(claims);
+  if (!bytes.ok()) return bytes.error();
+  if (bytes->size() > kMaxClaimsCanonicalBytes) {
+    return make_error(std::string(code), std::string(what) + " are " +
+                                             std::to_string(bytes->size()) +
+                                             " bytes canonical; the limit is 16384");
+  }
+  return bytes;
+}
+
+Result<Json> action_event(const ActionRecord& a, std::size_t i, std::int64_t index, bool v3) {
+  Json projection = project_action(a.projection);
+  auto t = projection.find("type");
+  if (t == projection.end() || !t->is_string() || t->get<std::string>() != a.type) {
+    return make_error("receipt-invalid",
+                      "action " + std::to_string(i) + ": projection type differs from type");
+  }
+  auto projection_sha = domain_digest(kDomainActionProjection, projection);
+  if (!projection_sha.ok()) return projection_sha.error();
+  Json event{{"index", index},
+             {"kind", "action"},
+             {"action", a.type},
+             {"projection_sha256", *projection_sha},
+             {"status", a.status},
+             {"input", a.input},
+             {"frame_sha256", a.frame_sha256}};
+  if (v3) {
+    event["input_events"] = a.input_events;
+    if (action_has_commitment(a.type)) {
+      event["commitment"] = a.commitment;
+    } else if (!a.commitment.empty()) {
+      return make_error("receipt-invalid",
+                        "action " + std::to_string(i) + ": a commitment on a kind without one");
+    }
+  }
+  return event;
+}
+
+Json frame_event(std::int64_t index, std::string_view kind, const std::string& frame_sha256) {
+  return Json{{"index", index}, {"kind", std::string(kind)}, {"frame_sha256", frame_sha256}};
+}
+
+Json observation_event(std::int64_t index, const ObservationRecord& o,
+                       const std::string& pre_observation_sha256) {
+  return Json{{"index", index},
+              {"kind", "observation"},
+              {"frame_sha256", o.sha256},
+              {"pre_observation_sha256", pre_observation_sha256}};
+}
+
+Json binding_json(const ReceiptBinding& b, bool with_job) {
+  Json out{{"display_id", b.display_id},
+           {"display_name", b.display_name},
+           {"generation", b.generation},
+           {"app_id", b.app_id},
+           {"app_pid", b.app_pid},
+           {"app_argv_sha256", b.app_argv_sha256},
+           {"attempt_id", b.attempt_id}};
+  if (with_job) out["job_sha256"] = b.job_sha256;
+  return out;
+}
+
+Json observation_json(const ObservationRecord& o) {
+  return Json{{"sha256", o.sha256},
+              {"byte_length", o.byte_length},
+              {"width", o.width},
+              {"height", o.height}};
+}
+
+Json engine_json(const std::string& version, const std::string* host_id) {
+  Json out{{"name", "evident"}, {"version", version}};
+  if (host_id != nullptr) out["host_id"] = *host_id;
+  return out;
+}
+
+Status self_check(const Json& receipt) {
+  // Never hand out a receipt that `evident verify` would reject.
+  VerifyReport report = verify_receipt(receipt, VerifyOptions{});
+  if (report.ok) return {};
+  std::string message = "receipt input is malformed; failed checks:";
+  for (const auto& c : report.checks) {
+    if (!c.ok) message += " " + c.name + " (" + c.detail + ")";
+  }
+  return make_error("receipt-invalid", message);
+}
+
+}  // namespace receipt_parts
+
+using namespace receipt_parts;
+
 Result<Json> build_receipt(const ReceiptInput& in) {
-  if (!in.claims.is_object()) {
-    return make_error("session-claims", "claims must be a JSON object");
-  }
-  auto claims_bytes = canonicalize(in.claims);
+  auto claims_bytes = checked_claims_jcs(in.claims, "session-claims", "claims");
   if (!claims_bytes.ok()) return claims_bytes.error();
-  if (claims_bytes->size() > kMaxClaimsCanonicalBytes) {
-    return make_error("session-claims", "claims are " + std::to_string(claims_bytes->size()) +
-                                            " bytes canonical; the limit is 16384");
-  }
-  auto claims_sha = domain_digest(kDomainClaims, in.claims);
-  if (!claims_sha.ok()) return claims_sha.error();
+  const std::string claims_sha = domain_digest_of_jcs(kDomainClaims, *claims_bytes);
 
   if (in.schema_version != 2 && in.schema_version != 3) {
     return make_error("receipt-invalid", "schema_version must be 2 or 3");
@@ -46,45 +136,18 @@ Result<Json> build_receipt(const ReceiptInput& in) {
   const bool v3 = in.schema_version == 3;
   Json transcript = Json::array();
   std::int64_t index = 0;
-  transcript.push_back(
-      Json{{"index", index++}, {"kind", "initial_frame"}, {"frame_sha256", in.initial_frame_sha256}});
+  transcript.push_back(frame_event(index++, "initial_frame", in.initial_frame_sha256));
   for (std::size_t i = 0; i < in.actions.size(); ++i) {
-    const ActionRecord& a = in.actions[i];
-    Json projection = project_action(a.projection);
-    auto t = projection.find("type");
-    if (t == projection.end() || !t->is_string() || t->get<std::string>() != a.type) {
-      return make_error("receipt-invalid",
-                        "action " + std::to_string(i) + ": projection type differs from type");
-    }
-    auto projection_sha = domain_digest(kDomainActionProjection, projection);
-    if (!projection_sha.ok()) return projection_sha.error();
-    Json event{{"index", index++},
-               {"kind", "action"},
-               {"action", a.type},
-               {"projection_sha256", *projection_sha},
-               {"status", a.status},
-               {"input", a.input},
-               {"frame_sha256", a.frame_sha256}};
-    if (v3) {
-      event["input_events"] = a.input_events;
-      if (action_has_commitment(a.type)) event["commitment"] = a.commitment;
-      else if (!a.commitment.empty()) {
-        return make_error("receipt-invalid",
-                          "action " + std::to_string(i) + ": a commitment on a kind without one");
-      }
-    }
-    transcript.push_back(std::move(event));
+    auto event = action_event(in.actions[i], i, index++, v3);
+    if (!event.ok()) return event.error();
+    transcript.push_back(std::move(*event));
   }
-  transcript.push_back(
-      Json{{"index", index++}, {"kind", "freeze"}, {"frame_sha256", in.freeze_frame_sha256}});
+  transcript.push_back(frame_event(index++, "freeze", in.freeze_frame_sha256));
   std::size_t stage_events = transcript.size();
-  transcript.push_back(Json{{"index", index++},
-                            {"kind", "observation"},
-                            {"frame_sha256", in.observation.sha256},
-                            {"pre_observation_sha256", in.pre_observation_sha256}});
+  transcript.push_back(observation_event(index++, in.observation, in.pre_observation_sha256));
   transcript.push_back(Json{{"index", index++},
                             {"kind", "claims"},
-                            {"claims_sha256", *claims_sha},
+                            {"claims_sha256", claims_sha},
                             {"frame_sha256", in.observation.sha256}});
 
   Json stage = Json::array();
@@ -94,20 +157,11 @@ Result<Json> build_receipt(const ReceiptInput& in) {
   auto transcript_sha = domain_digest(kDomainTranscript, transcript);
   if (!transcript_sha.ok()) return transcript_sha.error();
 
-  const ReceiptBinding& b = in.binding;
   Json receipt{
       {"schema", v3 ? kReceiptSchemaV3 : kReceiptSchemaV2},
       {"session_id", in.session_id},
-      {"engine", {{"name", "evident"}, {"version", in.engine_version}}},
-      {"binding",
-       {{"display_id", b.display_id},
-        {"display_name", b.display_name},
-        {"generation", b.generation},
-        {"app_id", b.app_id},
-        {"app_pid", b.app_pid},
-        {"app_argv_sha256", b.app_argv_sha256},
-        {"attempt_id", b.attempt_id},
-        {"job_sha256", b.job_sha256}}},
+      {"engine", engine_json(in.engine_version, v3 ? &in.host_id : nullptr)},
+      {"binding", binding_json(in.binding, true)},
       {"actor", in.actor},
       {"execution",
        {{"kind", "external-actions"},
@@ -125,28 +179,15 @@ Result<Json> build_receipt(const ReceiptInput& in) {
       {"stage_transcript_sha256", *stage_sha},
       {"transcript_sha256", *transcript_sha},
       {"pre_observation_sha256", in.pre_observation_sha256},
-      {"observation",
-       {{"sha256", in.observation.sha256},
-        {"byte_length", in.observation.byte_length},
-        {"width", in.observation.width},
-        {"height", in.observation.height}}},
+      {"observation", observation_json(in.observation)},
       {"claims", in.claims},
-      {"claims_sha256", *claims_sha},
+      {"claims_sha256", claims_sha},
   };
-  if (v3) receipt["engine"]["host_id"] = in.host_id;
   auto receipt_sha = domain_digest(kDomainReceipt, receipt);
   if (!receipt_sha.ok()) return receipt_sha.error();
   receipt["receipt_id"] = "ecr-" + *receipt_sha;
 
-  // Self-check: never hand out a receipt that `evident verify` would reject.
-  VerifyReport report = verify_receipt(receipt, VerifyOptions{});
-  if (!report.ok) {
-    std::string message = "receipt input is malformed; failed checks:";
-    for (const auto& c : report.checks) {
-      if (!c.ok) message += " " + c.name + " (" + c.detail + ")";
-    }
-    return make_error("receipt-invalid", message);
-  }
+  if (auto st = self_check(receipt); !st) return st.error();
   return receipt;
 }
 

@@ -14,9 +14,11 @@
 #include "evident/receipts/commitment.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
+#include "evident/receipts/task_receipt.h"
+#include "verify_parts.h"
 
 namespace evident {
-namespace {
+namespace receipt_parts {
 
 constexpr std::size_t kMaxSessionActions = 64;
 
@@ -60,7 +62,7 @@ bool is_string_len(const Json& v, std::size_t min, std::size_t max) {
 // sorted expected keys, without building strings (this runs for every transcript event).
 bool has_exact_keys(const Json& v, std::initializer_list<std::string_view> keys) {
   if (!v.is_object() || v.size() != keys.size()) return false;
-  std::array<std::string_view, 32> sorted{};
+  std::array<std::string_view, 64> sorted{};
   if (keys.size() > sorted.size()) return false;
   std::copy(keys.begin(), keys.end(), sorted.begin());
   std::sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(keys.size()));
@@ -70,6 +72,10 @@ bool has_exact_keys(const Json& v, std::initializer_list<std::string_view> keys)
   }
   return true;
 }
+
+std::string short_hex(const std::string& s) { return s.substr(0, 12) + "…"; }
+
+namespace {
 
 bool kind_sends_input(std::string_view kind) {
   for (const auto& k : protocol::kActionKinds) {
@@ -95,175 +101,22 @@ const std::string* constant_projection_sha(std::string_view kind) {
   return nullptr;
 }
 
-const std::set<std::string, std::less<>>& session_action_types() {
-  // The kinds protocol/evident.json allows in sessions.
-  static const std::set<std::string, std::less<>> kTypes = [] {
+// The kinds protocol/evident.json allows in sessions; tasks add zoom (docs/receipts.md).
+const std::set<std::string, std::less<>>& action_types(ActionSet set) {
+  static const std::set<std::string, std::less<>> kSession = [] {
     std::set<std::string, std::less<>> out;
     for (const auto& k : protocol::kActionKinds) {
       if (k.session) out.emplace(k.name);
     }
     return out;
   }();
-  return kTypes;
+  static const std::set<std::string, std::less<>> kTask = [] {
+    std::set<std::string, std::less<>> out = kSession;
+    out.emplace("zoom");
+    return out;
+  }();
+  return set == ActionSet::kTask ? kTask : kSession;
 }
-
-// Returns "" when the event is well-formed, else a description.
-std::string event_schema_problem(const Json& e, std::size_t pos, bool v3) {
-  // Built only for the message: this runs for every event of every receipt.
-  auto where = [pos] { return "transcript[" + std::to_string(pos) + "]"; };
-  if (!e.is_object()) return where() + " is not an object";
-  auto kind_it = e.find("kind");
-  if (kind_it == e.end() || !kind_it->is_string()) return where() + ".kind is missing";
-  const auto& kind = kind_it->get_ref<const std::string&>();
-  auto idx = e.find("index");
-  if (idx == e.end() || !is_int_at_least(*idx, 0)) return where() + ".index is not an integer >= 0";
-  if (kind == "initial_frame" || kind == "freeze") {
-    if (!has_exact_keys(e, {"index", "kind", "frame_sha256"})) return where() + " has wrong keys";
-    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
-    return "";
-  }
-  if (kind == "action") {
-    const Json& a = e["action"];
-    if (!a.is_string() || !session_action_types().contains(a.get_ref<const std::string&>())) {
-      return where() + ".action is not a session action type";
-    }
-    if (!v3) {
-      if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
-                              "frame_sha256"})) {
-        return where() + " has wrong keys";
-      }
-    } else if (action_has_commitment(a.get_ref<const std::string&>())) {
-      if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
-                              "input_events", "commitment", "frame_sha256"})) {
-        return where() + " has wrong keys";
-      }
-      if (!is_hex64(e["commitment"])) return where() + ".commitment is not 64 lowercase hex";
-    } else if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status",
-                                   "input", "input_events", "frame_sha256"})) {
-      return where() + " has wrong keys";
-    }
-    if (v3 && !is_int_at_least(e["input_events"], 0)) {
-      return where() + ".input_events is not an integer >= 0";
-    }
-    if (!is_hex64(e["projection_sha256"])) return where() + ".projection_sha256 is not 64 lowercase hex";
-    const Json& st = e["status"];
-    if (!st.is_string() || (st != "ok" && st != "injected")) {
-      return where() + ".status is not \"ok\" or \"injected\"";
-    }
-    if (!e["input"].is_boolean()) return where() + ".input is not a boolean";
-    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
-    return "";
-  }
-  if (kind == "observation") {
-    if (!has_exact_keys(e, {"index", "kind", "frame_sha256", "pre_observation_sha256"})) {
-      return where() + " has wrong keys";
-    }
-    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
-    if (!is_hex64(e["pre_observation_sha256"])) {
-      return where() + ".pre_observation_sha256 is not 64 lowercase hex";
-    }
-    return "";
-  }
-  if (kind == "claims") {
-    if (!has_exact_keys(e, {"index", "kind", "claims_sha256", "frame_sha256"})) {
-      return where() + " has wrong keys";
-    }
-    if (!is_hex64(e["claims_sha256"])) return where() + ".claims_sha256 is not 64 lowercase hex";
-    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
-    return "";
-  }
-  return where() + ".kind is not a known event kind";
-}
-
-// Returns "" when the receipt has the v2 shape (docs/receipts.md, check "schema").
-std::string schema_problem(const Json& r) {
-  if (!r.is_object()) return "receipt is not a JSON object";
-  if (!has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
-                          "started_at", "frozen_at", "observed_at", "completed_at", "elapsed_ms",
-                          "action_count", "input_event_count",
-                          "post_observation_input_event_count", "transcript",
-                          "stage_transcript_sha256", "transcript_sha256",
-                          "pre_observation_sha256", "observation", "claims", "claims_sha256",
-                          "receipt_id"})) {
-    return "receipt does not have exactly the top-level keys of a session receipt";
-  }
-  const bool v3 = str_eq(r["schema"], kReceiptSchemaV3);
-  if (!v3 && !str_eq(r["schema"], kReceiptSchemaV2)) {
-    return "schema is not \"evident.session-receipt/v3\" or \"evident.session-receipt/v2\"";
-  }
-  if (!is_prefixed_id(r["session_id"], "ses-", 32)) return "session_id is not ses-<32 hex>";
-  const Json& eng = r["engine"];
-  if (v3) {
-    if (!has_exact_keys(eng, {"name", "version", "host_id"}) || eng["name"] != "evident" ||
-        !is_string_len(eng["version"], 1, 64) || !is_prefixed_id(eng["host_id"], "hst-", 32)) {
-      return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>,\"host_id\":hst-<32 hex>}";
-    }
-  } else if (!has_exact_keys(eng, {"name", "version"}) || eng["name"] != "evident" ||
-             !is_string_len(eng["version"], 1, 64)) {
-    return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>}";
-  }
-  const Json& b = r["binding"];
-  if (!has_exact_keys(b, {"display_id", "display_name", "generation", "app_id", "app_pid",
-                          "app_argv_sha256", "attempt_id", "job_sha256"})) {
-    return "binding does not have exactly its eight keys";
-  }
-  if (!is_int_at_least(b["display_id"], 0)) return "binding.display_id is not an integer >= 0";
-  if (!is_string_len(b["display_name"], 1, 64)) return "binding.display_name is not 1..64 bytes";
-  if (!is_prefixed_id(b["generation"], "gen-", 32)) return "binding.generation is not gen-<32 hex>";
-  if (!is_prefixed_id(b["app_id"], "app-", 32)) return "binding.app_id is not app-<32 hex>";
-  if (!is_int_at_least(b["app_pid"], 1)) return "binding.app_pid is not an integer >= 1";
-  if (!is_hex64(b["app_argv_sha256"])) return "binding.app_argv_sha256 is not 64 lowercase hex";
-  if (!is_string_len(b["attempt_id"], 1, 256)) return "binding.attempt_id is not 1..256 bytes";
-  if (!is_hex64(b["job_sha256"])) return "binding.job_sha256 is not 64 lowercase hex";
-  const Json& actor = r["actor"];
-  bool actor_ok = false;
-  if (actor.is_object() && actor.contains("kind")) {
-    if (actor["kind"] == "local_user") {
-      actor_ok = has_exact_keys(actor, {"kind", "uid"}) && is_int_at_least(actor["uid"], 0);
-    } else if (actor["kind"] == "in_process") {
-      actor_ok = has_exact_keys(actor, {"kind", "uid", "pid"}) && is_int_at_least(actor["uid"], 0) &&
-                 is_int_at_least(actor["pid"], 1);
-    }
-  }
-  if (!actor_ok) return "actor is not a local_user or in_process actor";
-  const Json& ex = r["execution"];
-  if (!has_exact_keys(ex, {"kind", "internal_model_calls", "claims_authority"}) ||
-      ex["kind"] != "external-actions" || !ex["internal_model_calls"].is_number_integer() ||
-      ex["internal_model_calls"] != 0 || ex["claims_authority"] != "external-caller") {
-    return "execution is not the external-actions constant";
-  }
-  for (const char* k : {"started_at", "frozen_at", "observed_at", "completed_at"}) {
-    if (!r[k].is_string()) return std::string(k) + " is not a string";
-  }
-  for (const char* k :
-       {"elapsed_ms", "action_count", "input_event_count", "post_observation_input_event_count"}) {
-    if (!is_int_at_least(r[k], 0)) return std::string(k) + " is not an integer >= 0";
-  }
-  const Json& t = r["transcript"];
-  if (!t.is_array() || t.size() < 4 || t.size() > kMaxSessionActions + 4) {
-    return "transcript is not an array of 4..68 events";
-  }
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    std::string p = event_schema_problem(t[i], i, v3);
-    if (!p.empty()) return p;
-  }
-  for (const char* k : {"stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
-                        "claims_sha256"}) {
-    if (!is_hex64(r[k])) return std::string(k) + " is not 64 lowercase hex";
-  }
-  const Json& o = r["observation"];
-  if (!has_exact_keys(o, {"sha256", "byte_length", "width", "height"}) || !is_hex64(o["sha256"]) ||
-      !is_int_at_least(o["byte_length"], 1) || !is_int_at_least(o["width"], 1) ||
-      !is_int_at_least(o["height"], 1)) {
-    return "observation is not {sha256, byte_length>=1, width>=1, height>=1}";
-  }
-  if (!r["claims"].is_object()) return "claims is not an object";
-  if (!is_prefixed_id(r["receipt_id"], "ecr-", 64)) return "receipt_id is not ecr-<64 hex>";
-  return "";
-}
-
-
-std::string short_hex(const std::string& s) { return s.substr(0, 12) + "…"; }
 
 struct PngInfo {
   bool ok = false;
@@ -291,9 +144,345 @@ PngInfo png_ihdr(const std::string& bytes) {
   return info;
 }
 
+}  // namespace
+
 bool regular_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string engine_problem(const Json& eng, bool v3) {
+  if (v3) {
+    if (!has_exact_keys(eng, {"name", "version", "host_id"}) || eng["name"] != "evident" ||
+        !is_string_len(eng["version"], 1, 64) || !is_prefixed_id(eng["host_id"], "hst-", 32)) {
+      return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>,\"host_id\":hst-<32 hex>}";
+    }
+  } else if (!has_exact_keys(eng, {"name", "version"}) || eng["name"] != "evident" ||
+             !is_string_len(eng["version"], 1, 64)) {
+    return "engine is not {\"name\":\"evident\",\"version\":<1..64 bytes>}";
+  }
+  return "";
+}
+
+std::string binding_problem(const Json& b, bool with_job) {
+  if (with_job) {
+    if (!has_exact_keys(b, {"display_id", "display_name", "generation", "app_id", "app_pid",
+                            "app_argv_sha256", "attempt_id", "job_sha256"})) {
+      return "binding does not have exactly its eight keys";
+    }
+  } else if (!has_exact_keys(b, {"display_id", "display_name", "generation", "app_id", "app_pid",
+                                 "app_argv_sha256", "attempt_id"})) {
+    return "binding does not have exactly its seven keys";
+  }
+  if (!is_int_at_least(b["display_id"], 0)) return "binding.display_id is not an integer >= 0";
+  if (!is_string_len(b["display_name"], 1, 64)) return "binding.display_name is not 1..64 bytes";
+  if (!is_prefixed_id(b["generation"], "gen-", 32)) return "binding.generation is not gen-<32 hex>";
+  if (!is_prefixed_id(b["app_id"], "app-", 32)) return "binding.app_id is not app-<32 hex>";
+  if (!is_int_at_least(b["app_pid"], 1)) return "binding.app_pid is not an integer >= 1";
+  if (!is_hex64(b["app_argv_sha256"])) return "binding.app_argv_sha256 is not 64 lowercase hex";
+  if (!is_string_len(b["attempt_id"], 1, 256)) return "binding.attempt_id is not 1..256 bytes";
+  if (with_job && !is_hex64(b["job_sha256"])) return "binding.job_sha256 is not 64 lowercase hex";
+  return "";
+}
+
+std::string actor_problem(const Json& actor) {
+  bool actor_ok = false;
+  if (actor.is_object() && actor.contains("kind")) {
+    if (actor["kind"] == "local_user") {
+      actor_ok = has_exact_keys(actor, {"kind", "uid"}) && is_int_at_least(actor["uid"], 0);
+    } else if (actor["kind"] == "in_process") {
+      actor_ok = has_exact_keys(actor, {"kind", "uid", "pid"}) && is_int_at_least(actor["uid"], 0) &&
+                 is_int_at_least(actor["pid"], 1);
+    }
+  }
+  return actor_ok ? "" : "actor is not a local_user or in_process actor";
+}
+
+std::string observation_problem(const Json& o) {
+  if (!has_exact_keys(o, {"sha256", "byte_length", "width", "height"}) || !is_hex64(o["sha256"]) ||
+      !is_int_at_least(o["byte_length"], 1) || !is_int_at_least(o["width"], 1) ||
+      !is_int_at_least(o["height"], 1)) {
+    return "observation is not {sha256, byte_length>=1, width>=1, height>=1}";
+  }
+  return "";
+}
+
+std::string action_event_problem(const Json& e, const std::string& where_s, bool v3,
+                                 ActionSet set) {
+  const std::string& where = where_s;
+  const Json& a = e["action"];
+  if (!a.is_string() || !action_types(set).contains(a.get_ref<const std::string&>())) {
+    return where + (set == ActionSet::kTask ? ".action is not a task action type"
+                                            : ".action is not a session action type");
+  }
+  if (!v3) {
+    if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
+                            "frame_sha256"})) {
+      return where + " has wrong keys";
+    }
+  } else if (action_has_commitment(a.get_ref<const std::string&>())) {
+    if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
+                            "input_events", "commitment", "frame_sha256"})) {
+      return where + " has wrong keys";
+    }
+    if (!is_hex64(e["commitment"])) return where + ".commitment is not 64 lowercase hex";
+  } else if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status",
+                                 "input", "input_events", "frame_sha256"})) {
+    return where + " has wrong keys";
+  }
+  if (v3 && !is_int_at_least(e["input_events"], 0)) {
+    return where + ".input_events is not an integer >= 0";
+  }
+  if (!is_hex64(e["projection_sha256"])) return where + ".projection_sha256 is not 64 lowercase hex";
+  const Json& st = e["status"];
+  if (!st.is_string() || (st != "ok" && st != "injected")) {
+    return where + ".status is not \"ok\" or \"injected\"";
+  }
+  if (!e["input"].is_boolean()) return where + ".input is not a boolean";
+  if (!is_hex64(e["frame_sha256"])) return where + ".frame_sha256 is not 64 lowercase hex";
+  return "";
+}
+
+std::string frame_event_problem(const Json& e, const std::string& where,
+                                std::initializer_list<std::string_view> hex_keys) {
+  std::array<std::string_view, 8> keys{};
+  std::size_t n = 0;
+  keys[n++] = "index";
+  keys[n++] = "kind";
+  for (auto k : hex_keys) keys[n++] = k;
+  // has_exact_keys takes an initializer_list; compare sizes and membership instead.
+  if (!e.is_object() || e.size() != n) return where + " has wrong keys";
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!e.contains(std::string(keys[i]))) return where + " has wrong keys";
+  }
+  for (auto k : hex_keys) {
+    if (!is_hex64(e[std::string(k)])) {
+      return where + "." + std::string(k) + " is not 64 lowercase hex";
+    }
+  }
+  return "";
+}
+
+std::string counters_v3_problem(const Json& t, const std::vector<std::string_view>& kinds,
+                                std::int64_t action_count, std::int64_t input_event_count) {
+  std::int64_t actions = 0;
+  // Each input_events ≤ 2^53-1, at most 80 events: no overflow in int64.
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (kinds[i] != "action") continue;
+    ++actions;
+    sum += t[i]["input_events"].get<std::int64_t>();
+  }
+  if (action_count != actions) {
+    return "action_count " + std::to_string(action_count) + " but " + std::to_string(actions) +
+           " action events";
+  }
+  if (input_event_count != sum) {
+    return "input_event_count " + std::to_string(input_event_count) +
+           " is not the sum of the events' input_events (" + std::to_string(sum) + ")";
+  }
+  return "";
+}
+
+std::string input_flags_problem(const Json& t, const std::vector<std::string_view>& kinds) {
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (kinds[i] != "action") continue;
+    const Json& e = t[i];
+    const std::int64_t n = e["input_events"].get<std::int64_t>();
+    if (e["input"].get<bool>() != (n > 0)) {
+      return "transcript[" + std::to_string(i) + "].input disagrees with its input_events";
+    }
+    if (n > 0 && !kind_sends_input(e["action"].get_ref<const std::string&>())) {
+      return "transcript[" + std::to_string(i) + "] is of a kind that sends no input";
+    }
+  }
+  return "";
+}
+
+std::string projections_problem(const Json& t, const std::vector<std::string_view>& kinds) {
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (kinds[i] != "action") continue;
+    const std::string* want = constant_projection_sha(t[i]["action"].get_ref<const std::string&>());
+    if (want != nullptr && !str_eq(t[i]["projection_sha256"], *want)) {
+      return "transcript[" + std::to_string(i) +
+             "].projection_sha256 is not the constant projection of its kind";
+    }
+  }
+  return "";
+}
+
+std::string timestamps_problem(const Json& r, std::initializer_list<const char*> keys) {
+  std::int64_t prev = -1;
+  for (const char* k : keys) {
+    std::int64_t ms = 0;
+    const auto& s = r[k].get_ref<const std::string&>();
+    if (!parse_rfc3339_ms(s, &ms) || ms < 0 || ms > 253402300799999) {
+      return std::string(k) + " is not YYYY-MM-DDTHH:MM:SS.mmmZ (1970..9999)";
+    }
+    if (ms < prev) return std::string(k) + " is earlier than the previous timestamp";
+    prev = ms;
+  }
+  return "";
+}
+
+std::string frames_problem(const std::string& dir, const std::set<std::string>& wanted,
+                           const Json& observation, std::size_t* count) {
+  *count = wanted.size();
+  const std::string& obs = observation["sha256"].get_ref<const std::string&>();
+  for (const auto& h : wanted) {
+    std::string path = dir + "/" + h + ".png";
+    if (!regular_file(path)) return "missing frame " + h + ".png";
+    auto bytes = read_file(path, kMaxFrameFileBytes);
+    if (!bytes.ok()) return "unreadable frame " + h + ".png";
+    if (sha256_hex(*bytes) != h) return "frame " + h + ".png does not hash to its name";
+    if (h == obs) {
+      PngInfo info = png_ihdr(*bytes);
+      if (static_cast<std::int64_t>(bytes->size()) != observation["byte_length"]) {
+        return "observed frame byte_length differs";
+      }
+      if (!info.ok) return "observed frame is not a PNG with IHDR";
+      if (info.width != observation["width"] || info.height != observation["height"]) {
+        return "observed frame width/height differ from its IHDR";
+      }
+    }
+  }
+  return "";
+}
+
+std::string png_problem(const std::string& path, const Json& observation_sha) {
+  auto bytes = regular_file(path) ? read_file(path, kMaxFrameFileBytes)
+                                  : Result<std::string>(make_error("fs-error", ""));
+  if (!bytes.ok()) return "cannot read the --png file";
+  if (sha256_hex(*bytes) != observation_sha) return "the --png file is not the observed frame";
+  return "";
+}
+
+std::string TranscriptJcs::join(std::size_t count) const {
+  std::string out = "[";
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i) out.push_back(',');
+    out += events[i];
+  }
+  out.push_back(']');
+  return out;
+}
+
+TranscriptJcs transcript_jcs(const Json& t) {
+  TranscriptJcs out;
+  out.events.reserve(t.size());
+  for (const auto& e : t) {
+    auto bytes = canonicalize(e);
+    if (!bytes.ok()) {
+      out.canonical = false;
+      out.events.emplace_back();
+    } else {
+      out.events.push_back(std::move(*bytes));
+    }
+  }
+  return out;
+}
+
+std::string body_jcs_without_id(
+    const Json& r, const std::vector<std::pair<std::string_view, const std::string*>>& precomputed,
+    bool* ok) {
+  std::string body = "{";
+  *ok = true;
+  for (auto it = r.begin(); it != r.end() && *ok; ++it) {
+    if (it.key() == "receipt_id") continue;
+    if (body.size() > 1) body.push_back(',');
+    body += "\"" + it.key() + "\":";
+    const std::string* pre = nullptr;
+    for (const auto& [k, bytes] : precomputed) {
+      if (k == it.key()) pre = bytes;
+    }
+    if (pre != nullptr) {
+      body += *pre;
+    } else {
+      auto bytes = canonicalize(it.value());
+      *ok = bytes.ok();
+      if (*ok) body += *bytes;
+    }
+  }
+  body.push_back('}');
+  return body;
+}
+
+}  // namespace receipt_parts
+
+namespace {
+
+using namespace receipt_parts;
+
+// Returns "" when the event is well-formed, else a description.
+std::string event_schema_problem(const Json& e, std::size_t pos, bool v3) {
+  // Built only for the message: this runs for every event of every receipt.
+  auto where = [pos] { return "transcript[" + std::to_string(pos) + "]"; };
+  if (!e.is_object()) return where() + " is not an object";
+  auto kind_it = e.find("kind");
+  if (kind_it == e.end() || !kind_it->is_string()) return where() + ".kind is missing";
+  const auto& kind = kind_it->get_ref<const std::string&>();
+  auto idx = e.find("index");
+  if (idx == e.end() || !is_int_at_least(*idx, 0)) return where() + ".index is not an integer >= 0";
+  if (kind == "initial_frame" || kind == "freeze") {
+    return frame_event_problem(e, where(), {"frame_sha256"});
+  }
+  if (kind == "action") return action_event_problem(e, where(), v3, ActionSet::kSession);
+  if (kind == "observation") {
+    return frame_event_problem(e, where(), {"frame_sha256", "pre_observation_sha256"});
+  }
+  if (kind == "claims") return frame_event_problem(e, where(), {"claims_sha256", "frame_sha256"});
+  return where() + ".kind is not a known event kind";
+}
+
+// Returns "" when the receipt has the v2 shape (docs/receipts.md, check "schema").
+std::string schema_problem(const Json& r) {
+  if (!r.is_object()) return "receipt is not a JSON object";
+  if (!has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
+                          "started_at", "frozen_at", "observed_at", "completed_at", "elapsed_ms",
+                          "action_count", "input_event_count",
+                          "post_observation_input_event_count", "transcript",
+                          "stage_transcript_sha256", "transcript_sha256",
+                          "pre_observation_sha256", "observation", "claims", "claims_sha256",
+                          "receipt_id"})) {
+    return "receipt does not have exactly the top-level keys of a session receipt";
+  }
+  const bool v3 = str_eq(r["schema"], kReceiptSchemaV3);
+  if (!v3 && !str_eq(r["schema"], kReceiptSchemaV2)) {
+    return "schema is not \"evident.session-receipt/v3\" or \"evident.session-receipt/v2\"";
+  }
+  if (!is_prefixed_id(r["session_id"], "ses-", 32)) return "session_id is not ses-<32 hex>";
+  if (auto p = engine_problem(r["engine"], v3); !p.empty()) return p;
+  if (auto p = binding_problem(r["binding"], true); !p.empty()) return p;
+  if (auto p = actor_problem(r["actor"]); !p.empty()) return p;
+  const Json& ex = r["execution"];
+  if (!has_exact_keys(ex, {"kind", "internal_model_calls", "claims_authority"}) ||
+      ex["kind"] != "external-actions" || !ex["internal_model_calls"].is_number_integer() ||
+      ex["internal_model_calls"] != 0 || ex["claims_authority"] != "external-caller") {
+    return "execution is not the external-actions constant";
+  }
+  for (const char* k : {"started_at", "frozen_at", "observed_at", "completed_at"}) {
+    if (!r[k].is_string()) return std::string(k) + " is not a string";
+  }
+  for (const char* k :
+       {"elapsed_ms", "action_count", "input_event_count", "post_observation_input_event_count"}) {
+    if (!is_int_at_least(r[k], 0)) return std::string(k) + " is not an integer >= 0";
+  }
+  const Json& t = r["transcript"];
+  if (!t.is_array() || t.size() < 4 || t.size() > kMaxSessionActions + 4) {
+    return "transcript is not an array of 4..68 events";
+  }
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::string p = event_schema_problem(t[i], i, v3);
+    if (!p.empty()) return p;
+  }
+  for (const char* k : {"stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
+                        "claims_sha256"}) {
+    if (!is_hex64(r[k])) return std::string(k) + " is not 64 lowercase hex";
+  }
+  if (auto p = observation_problem(r["observation"]); !p.empty()) return p;
+  if (!r["claims"].is_object()) return "claims is not an object";
+  if (!is_prefixed_id(r["receipt_id"], "ecr-", 64)) return "receipt_id is not ecr-<64 hex>";
+  return "";
 }
 
 }  // namespace
@@ -307,6 +496,7 @@ std::vector<std::string> VerifyReport::failed_names() const {
 }
 
 VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
+  if (is_task_receipt(r)) return verify_task_receipt(r, options);
   VerifyReport report;
   report.receipt_id = (r.is_object() && r.contains("receipt_id") && r["receipt_id"].is_string())
                           ? r["receipt_id"]
@@ -331,30 +521,10 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   for (const auto& e : t) kinds.push_back(e["kind"].get_ref<const std::string&>());
 
   // Canonicalize each part once; the transcript's and the receipt body's JCS are composed from
-  // their parts' JCS (the top-level keys are plain ASCII, so map order is JCS order).
-  bool canonical = true;
-  auto jcs_of = [&canonical](const Json& v) {
-    auto bytes = canonicalize(v);
-    if (!bytes.ok()) {
-      canonical = false;
-      return std::string();
-    }
-    return std::move(*bytes);
-  };
-  std::vector<std::string> event_jcs;
-  event_jcs.reserve(t.size());
-  for (const auto& e : t) event_jcs.push_back(jcs_of(e));
-  auto join_events = [&event_jcs](std::size_t count) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < count; ++i) {
-      if (i) out.push_back(',');
-      out += event_jcs[i];
-    }
-    out.push_back(']');
-    return out;
-  };
-  const std::string transcript_jcs = join_events(t.size());
-  const bool transcript_canonical = canonical;
+  // their parts' JCS.
+  const TranscriptJcs events = transcript_jcs(t);
+  const std::string transcript_jcs_bytes = events.join(t.size());
+  const bool transcript_canonical = events.canonical;
   bool claims_canonical = true;
   std::string claims_jcs;
   {
@@ -365,23 +535,12 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
 
   // 2. receipt_id
   {
-    std::string body = "{";
     bool ok = transcript_canonical && claims_canonical;
-    for (auto it = r.begin(); it != r.end() && ok; ++it) {
-      if (it.key() == "receipt_id") continue;
-      if (body.size() > 1) body.push_back(',');
-      body += "\"" + it.key() + "\":";
-      if (it.key() == "transcript") {
-        body += transcript_jcs;
-      } else if (it.key() == "claims") {
-        body += claims_jcs;
-      } else {
-        auto bytes = canonicalize(it.value());
-        ok = bytes.ok();
-        if (ok) body += *bytes;
-      }
+    std::string body;
+    if (ok) {
+      body = body_jcs_without_id(r, {{"transcript", &transcript_jcs_bytes}, {"claims", &claims_jcs}},
+                                 &ok);
     }
-    body.push_back('}');
     std::string want = ok ? "ecr-" + domain_digest_of_jcs(kDomainReceipt, body) : std::string();
     ok = ok && str_eq(r["receipt_id"], want);
     add("receipt_id", ok, ok ? "matches" : "recomputed " + want.substr(0, 16) + "…");
@@ -389,7 +548,7 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   // 3. transcript_sha256
   {
     std::string want =
-        transcript_canonical ? domain_digest_of_jcs(kDomainTranscript, transcript_jcs) : "";
+        transcript_canonical ? domain_digest_of_jcs(kDomainTranscript, transcript_jcs_bytes) : "";
     bool ok = transcript_canonical && str_eq(r["transcript_sha256"], want);
     add("transcript_sha256", ok, ok ? "matches" : "recomputed " + short_hex(want));
   }
@@ -403,7 +562,7 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
       add("stage_transcript_sha256", false, "no freeze event");
     } else {
       std::string want = transcript_canonical
-                             ? domain_digest_of_jcs(kDomainStageTranscript, join_events(freeze + 1))
+                             ? domain_digest_of_jcs(kDomainStageTranscript, events.join(freeze + 1))
                              : "";
       bool ok = transcript_canonical && str_eq(r["stage_transcript_sha256"], want);
       add("stage_transcript_sha256", ok, ok ? "matches" : "recomputed " + short_hex(want));
@@ -450,68 +609,39 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   }
   // 7. counters
   {
-    std::int64_t actions = 0;
-    std::int64_t with_input = 0;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      const Json& e = t[i];
-      if (kinds[i] == "action") {
-        ++actions;
-        if (e["input"] == true) ++with_input;
-      }
-    }
     const std::int64_t action_count = r["action_count"].get<std::int64_t>();
     const std::int64_t input_events = r["input_event_count"].get<std::int64_t>();
     std::string detail;
-    // v3: the count is the sum of the events' input_events (each ≤ 2^53-1, at most 64 events:
-    // no overflow in int64).
-    std::int64_t sum = 0;
     if (v3) {
+      detail = counters_v3_problem(t, kinds, action_count, input_events);
+    } else {
+      std::int64_t actions = 0;
+      std::int64_t with_input = 0;
       for (std::size_t i = 0; i < t.size(); ++i) {
-        if (kinds[i] == "action") sum += t[i]["input_events"].get<std::int64_t>();
+        if (kinds[i] == "action") {
+          ++actions;
+          if (t[i]["input"] == true) ++with_input;
+        }
       }
-    }
-    if (action_count != actions) {
-      detail = "action_count " + std::to_string(action_count) + " but " + std::to_string(actions) +
-               " action events";
-    } else if (v3) {
-      if (input_events != sum) {
-        detail = "input_event_count " + std::to_string(input_events) +
-                 " is not the sum of the events' input_events (" + std::to_string(sum) + ")";
+      if (action_count != actions) {
+        detail = "action_count " + std::to_string(action_count) + " but " +
+                 std::to_string(actions) + " action events";
+      } else if (input_events < with_input) {
+        detail = "input_event_count " + std::to_string(input_events) + " < " +
+                 std::to_string(with_input) + " actions with input";
+      } else if (with_input == 0 && input_events != 0) {
+        detail = "input_event_count is not 0 although no action had input";
       }
-    } else if (input_events < with_input) {
-      detail = "input_event_count " + std::to_string(input_events) + " < " +
-               std::to_string(with_input) + " actions with input";
-    } else if (with_input == 0 && input_events != 0) {
-      detail = "input_event_count is not 0 although no action had input";
     }
     add("counters", detail.empty(), detail.empty() ? "consistent with events" : detail);
   }
   if (v3) {
     // 7a. input_flags: each event's input flag is its input_events > 0, and a kind that sends
     // no input (protocol/evident.json) sent none.
-    std::string detail;
-    for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
-      if (kinds[i] != "action") continue;
-      const Json& e = t[i];
-      const std::int64_t n = e["input_events"].get<std::int64_t>();
-      if (e["input"].get<bool>() != (n > 0)) {
-        detail = "transcript[" + std::to_string(i) + "].input disagrees with its input_events";
-      } else if (n > 0 && !kind_sends_input(e["action"].get_ref<const std::string&>())) {
-        detail = "transcript[" + std::to_string(i) + "] is of a kind that sends no input";
-      }
-    }
+    std::string detail = input_flags_problem(t, kinds);
     add("input_flags", detail.empty(), detail.empty() ? "agree with input_events and kinds" : detail);
-  }
-  if (v3) {
     // 7b. projections: the kinds whose projection is the constant {"type": kind}.
-    std::string detail;
-    for (std::size_t i = 0; i < t.size() && detail.empty(); ++i) {
-      if (kinds[i] != "action") continue;
-      const std::string* want = constant_projection_sha(t[i]["action"].get_ref<const std::string&>());
-      if (want != nullptr && !str_eq(t[i]["projection_sha256"], *want)) {
-        detail = "transcript[" + std::to_string(i) + "].projection_sha256 is not the constant projection of its kind";
-      }
-    }
+    detail = projections_problem(t, kinds);
     add("projections", detail.empty(), detail.empty() ? "constant projections recompute" : detail);
   }
   // 8. post_observation_input_event_count
@@ -521,21 +651,8 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   }
   // 9. timestamps
   {
-    std::string detail;
-    std::int64_t prev = -1;
-    for (const char* k : {"started_at", "frozen_at", "observed_at", "completed_at"}) {
-      std::int64_t ms = 0;
-      const auto& s = r[k].get_ref<const std::string&>();
-      if (!parse_rfc3339_ms(s, &ms) || ms < 0 || ms > 253402300799999) {
-        detail = std::string(k) + " is not YYYY-MM-DDTHH:MM:SS.mmmZ (1970..9999)";
-        break;
-      }
-      if (ms < prev) {
-        detail = std::string(k) + " is earlier than the previous timestamp";
-        break;
-      }
-      prev = ms;
-    }
+    std::string detail =
+        timestamps_problem(r, {"started_at", "frozen_at", "observed_at", "completed_at"});
     add("timestamps", detail.empty(), detail.empty() ? "well-formed and ordered" : detail);
   }
   // 10. observation_digest
@@ -565,36 +682,15 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
   if (!options.frames_dir.empty()) {
     std::set<std::string> wanted;
     for (const auto& e : t) wanted.insert(e["frame_sha256"].get<std::string>());
-    const std::string& obs = r["observation"]["sha256"].get_ref<const std::string&>();
-    wanted.insert(obs);
-    std::string detail;
-    for (const auto& h : wanted) {
-      std::string path = options.frames_dir + "/" + h + ".png";
-      if (!regular_file(path)) { detail = "missing frame " + h + ".png"; break; }
-      auto bytes = read_file(path, kMaxFrameFileBytes);
-      if (!bytes.ok()) { detail = "unreadable frame " + h + ".png"; break; }
-      if (sha256_hex(*bytes) != h) { detail = "frame " + h + ".png does not hash to its name"; break; }
-      if (h == obs) {
-        PngInfo info = png_ihdr(*bytes);
-        if (static_cast<std::int64_t>(bytes->size()) != r["observation"]["byte_length"]) {
-          detail = "observed frame byte_length differs"; break;
-        }
-        if (!info.ok) { detail = "observed frame is not a PNG with IHDR"; break; }
-        if (info.width != r["observation"]["width"] || info.height != r["observation"]["height"]) {
-          detail = "observed frame width/height differ from its IHDR"; break;
-        }
-      }
-    }
+    wanted.insert(r["observation"]["sha256"].get<std::string>());
+    std::size_t count = 0;
+    std::string detail = frames_problem(options.frames_dir, wanted, r["observation"], &count);
     add("frames", detail.empty(),
-        detail.empty() ? std::to_string(wanted.size()) + " frames present and hashed" : detail);
+        detail.empty() ? std::to_string(count) + " frames present and hashed" : detail);
   }
   // 12. png
   if (!options.png_path.empty()) {
-    std::string detail;
-    auto bytes = regular_file(options.png_path) ? read_file(options.png_path, kMaxFrameFileBytes)
-                                                : Result<std::string>(make_error("fs-error", ""));
-    if (!bytes.ok()) detail = "cannot read the --png file";
-    else if (sha256_hex(*bytes) != r["observation"]["sha256"]) detail = "the --png file is not the observed frame";
+    std::string detail = png_problem(options.png_path, r["observation"]["sha256"]);
     add("png", detail.empty(), detail.empty() ? "is the observed frame" : detail);
   }
   // 13. expect_job
@@ -652,6 +748,17 @@ Result<Json> load_disclosure_file(const std::string& path) {
   return parsed;
 }
 
+Result<Json> load_prior_receipt_file(const std::string& path) {
+  auto loaded = load_receipt_file(path);
+  if (loaded.ok()) return loaded;
+  if (loaded.error().code == "receipt-unreadable") {
+    return make_error("verify-prior-unreadable",
+                      "the --prior receipt does not exist, is not a regular file, cannot be read "
+                      "or is over 8 MiB");
+  }
+  return make_error("verify-prior-json", "the --prior receipt is not strict JSON");
+}
+
 Result<Json> load_receipt_file(const std::string& path) {
   auto text = read_receipt_bytes(path);
   if (!text.ok()) return text.error();
@@ -690,6 +797,11 @@ int run_verify_command(const std::string& path, const VerifyOptions& options, bo
     auto d = load_disclosure_file(opts.disclosure_path);
     if (!d.ok()) return fail(d.error().code, d.error().message, 1);
     opts.disclosure = std::move(*d);
+  }
+  if (!opts.prior_path.empty()) {
+    auto p = load_prior_receipt_file(opts.prior_path);
+    if (!p.ok()) return fail(p.error().code, p.error().message, 1);
+    opts.prior = std::move(*p);
   }
   VerifyReport report = verify_receipt(*receipt, opts);
   // Nothing here checks a signature: unauthenticated unless an extension proves otherwise.

@@ -2,7 +2,7 @@
 receipt files in one process, for the C++ agreement tests.
 
 stdin: JSON {"verify_py": PATH, "jobs": [{"path", "frames_dir", "png_path", "expect_job_sha256",
-"expect_uid"}, ...]}; stdout: JSON [{"error": code|null, "ok": bool, "failed": [names]}, ...].
+"expect_uid", "prior_path"?}, ...]}; stdout: JSON [{"error": code|null, "ok": bool, "failed": [names]}, ...].
 """
 import importlib.util
 import json
@@ -19,7 +19,10 @@ for job in req["jobs"]:
     except verify.ReceiptFormatError as e:
         results.append({"error": e.code, "ok": False, "failed": []})
         continue
-    report = verify.verify_receipt(receipt, frames_dir=job.get("frames_dir") or None,
+    prior = None
+    if job.get("prior_path"):
+        prior = verify.load_receipt_file(job["prior_path"])
+    report = verify.verify_receipt(receipt, prior=prior, frames_dir=job.get("frames_dir") or None,
                                    png_path=job.get("png_path") or None,
                                    expect_job_sha256=job.get("expect_job_sha256") or None,
                                    expect_uid=job.get("expect_uid"))

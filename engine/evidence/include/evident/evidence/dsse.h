@@ -17,6 +17,12 @@ namespace evident {
 inline constexpr std::string_view kDssePayloadType = "application/vnd.in-toto+json";
 inline constexpr std::string_view kStatementType = "https://in-toto.io/Statement/v1";
 inline constexpr std::string_view kSessionPredicateType = "urn:evident:session-receipt:v3";
+// A task receipt's (evident.task-receipt/v1) predicateType is kTaskReceiptPredicateType
+// (evident/receipts/task_receipt.h): "urn:evident:task-receipt:v1".
+
+// The predicateType for a receipt: kTaskReceiptPredicateType when its schema is
+// evident.task-receipt/v1, else kSessionPredicateType (one place, used by signing and verifying).
+std::string_view predicate_type_for(const Json& receipt);
 inline constexpr std::string_view kEnvelopeFileName = "receipt.dsse.json";
 inline constexpr std::size_t kMaxEnvelopeFileBytes = 1024 * 1024;
 
@@ -34,7 +40,8 @@ std::vector<std::string> receipt_frame_digests(const Json& receipt);
 
 // The in-toto Statement v1 about a receipt file: subject[0] = {"name":"receipt.json",
 // "digest":{"sha256": SHA-256 of `receipt_file_bytes`}}, then one {"name":"<h>.png",
-// "digest":{"sha256":h}} per frame (sorted); predicate {"receipt_id", "log"}.
+// "digest":{"sha256":h}} per frame (sorted); predicateType predicate_type_for(receipt);
+// predicate {"receipt_id", "log"}.
 Json make_receipt_statement(std::string_view receipt_file_bytes, const Json& receipt,
                             const Json& log);
 

@@ -29,6 +29,11 @@ struct VerifyOptions {
   // `disclosure` is not null (a well-formed disclosure, commitment.h).
   std::string disclosure_path;
   Json disclosure = nullptr;
+  // --prior RECEIPT (task receipts): run_verify_command reads it (errors
+  // "verify-prior-unreadable", "verify-prior-json") into `prior`; verify_task_receipt runs the
+  // lineage checks against it when `prior` is not null (task_receipt.h).
+  std::string prior_path;
+  Json prior = nullptr;
 };
 
 // Reads and strictly parses a disclosure file (≤ 64 KiB) and checks its shape. Errors:
@@ -56,6 +61,10 @@ VerifyReport verify_receipt(const Json& receipt, const VerifyOptions& options);
 // unreadable or too large), "receipt-json" (not strict JSON: duplicate keys, floats, ...).
 Result<Json> load_receipt_file(const std::string& path);
 
+// load_receipt_file for `--prior RECEIPT`. Errors: "verify-prior-unreadable",
+// "verify-prior-json".
+Result<Json> load_prior_receipt_file(const std::string& path);
+
 // Reads a receipt file's exact bytes (≤ 8 MiB). Error "receipt-unreadable".
 Result<std::string> read_receipt_bytes(const std::string& path);
 
@@ -81,7 +90,8 @@ class VerifyExtension {
 // The `evident verify` command: loads `path`, verifies, prints the result to `out` (one JSON
 // object with `json`, else lines for people) and returns the exit status: 0 all checks pass,
 // 1 otherwise. Error codes in the JSON: "verify-failed", "receipt-unreadable", "receipt-json",
-// "disclosure-unreadable", "disclosure-invalid", "verify-usage" (a malformed --expect-job).
+// "disclosure-unreadable", "disclosure-invalid", "verify-prior-unreadable", "verify-prior-json",
+// "verify-usage" (a malformed --expect-job).
 int run_verify_command(const std::string& path, const VerifyOptions& options, bool json,
                        std::ostream& out, VerifyExtension* extension = nullptr);
 
