@@ -54,18 +54,30 @@ Result<Json> disclose_action(const std::string& state_dir, const Json& receipt,
                              std::int64_t action_index) {
   const Json& t = receipt["transcript"];
   const std::int64_t actions = receipt["action_count"].get<std::int64_t>();
-  if (action_index < 0 || action_index >= actions ||
-      action_index + 1 >= static_cast<std::int64_t>(t.size())) {
+  // The action_index-th (0-based) action event: a session's is transcript[i+1]; a task's actions
+  // follow their turn events (docs/receipts.md §11, §12).
+  const Json* found = nullptr;
+  std::int64_t seen = 0;
+  for (const Json& e : t) {
+    if (e.is_object() && e.value("kind", "") == "action" && seen++ == action_index) {
+      found = &e;
+      break;
+    }
+  }
+  if (action_index < 0 || action_index >= actions || found == nullptr) {
     return make_error("disclosure-action", "--action names no action of this receipt (it has " +
                                                std::to_string(actions) + ")");
   }
-  const Json& event = t[static_cast<std::size_t>(action_index + 1)];
-  if (event.value("kind", "") != "action" || !event.contains("commitment")) {
+  const Json& event = *found;
+  if (!event.contains("commitment")) {
     return make_error("disclosure-action",
                       "action " + std::to_string(action_index) +
                           " carries no commitment (only type, key, paste and hold_key do, in v3 receipts)");
   }
-  const std::string session_id = receipt["session_id"].get<std::string>();
+  // The record is keyed by the run's id: session_id, or a task receipt's task_id.
+  const std::string session_id =
+      receipt.contains("task_id") ? receipt["task_id"].get<std::string>()
+                                  : receipt["session_id"].get<std::string>();
   const std::string path = commitments_path(state_dir, session_id);
   auto unavailable = [](const std::string& why) {
     return make_error("disclosure-unavailable",

@@ -116,6 +116,43 @@ TEST(Commitments, PrivateRecordIsPrivateAndDisclosesWhatVerifies) {
   EXPECT_EQ(disclose_action(g.state, v2, 1).error().code, "disclosure-action");
 }
 
+// A task receipt (receipts/task/stage): its actions sit after their turn events and its record
+// is keyed by task_id.
+TEST(Commitments, TaskReceiptActionsDisclose) {
+  TempDir dir;
+  const std::string state = dir / "state";
+  ASSERT_TRUE(make_private_dir(state).ok());
+  const std::string vec = testing::source_path("receipts/task/stage");
+  Json receipt = testing::read_json(vec + "/receipt.json");
+  Json input = testing::read_json(vec + "/input.json");
+  std::vector<CommittedValue> values;
+  for (std::size_t i = 0; i < input["actions"].size(); ++i) {
+    const Json& a = input["actions"][i];
+    if (!a.contains("salt")) continue;
+    const Json& act = a["action"];
+    CommittedValue v;
+    v.action_index = static_cast<std::int64_t>(i);
+    v.action = act["type"];
+    v.salt = a["salt"];
+    v.value = act.contains("text") ? act["text"].get<std::string>() : act["key"].get<std::string>();
+    v.commitment = *commitment_digest(v.salt, v.value);
+    values.push_back(v);
+  }
+  ASSERT_EQ(values.size(), 3u);  // the two typed texts and the key
+  ASSERT_TRUE(write_session_commitments(state, receipt["task_id"], receipt["receipt_id"], values).ok());
+  for (const auto& v : values) {
+    auto d = disclose_action(state, receipt, v.action_index);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    EXPECT_EQ((*d)["value"], v.value);
+    VerifyOptions o;
+    o.disclosure = *d;
+    VerifyReport rep = verify_receipt(receipt, o);
+    EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  }
+  EXPECT_EQ(disclose_action(state, receipt, 0).error().code, "disclosure-action");  // the click
+  EXPECT_EQ(disclose_action(state, receipt, 6).error().code, "disclosure-action");  // beyond
+}
+
 TEST(Commitments, DiscloseRefusesMissingForeignOrDamagedRecords) {
   Golden g;
   auto secrets = golden_secrets("v3-three-actions");

@@ -42,7 +42,8 @@ Status write_session_commitments(const std::string& state_dir, const std::string
                                  const std::vector<CommittedValue>& values);
 void remove_session_commitments(const std::string& state_dir, const std::string& session_id);
 
-// The disclosure of action `action_index` of `receipt` (a parsed v3 receipt that verifies),
+// The disclosure of action `action_index` (0-based among its action events) of `receipt` (a
+// parsed v3 session receipt or task receipt that verifies; a task's record is keyed by task_id),
 // from this state dir's private record, checked to recompute the receipt's commitment before it
 // is returned. Errors: "disclosure-action" (the index names no action carrying a commitment),
 // "disclosure-unavailable" (no private record for this receipt here — another machine or state
