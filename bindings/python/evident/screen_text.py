@@ -16,7 +16,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from ._data import Png, Region, WaitResult
 from .agent.ocr import Line, Word, find_phrase, group_lines, ocr_words
@@ -68,7 +68,7 @@ class _Shooter(Protocol):
 def _check_region(d: _Shooter, region: Optional[Region]) -> Box:
     if region is None:
         return (0, 0, int(d.width), int(d.height))
-    if isinstance(region, dict):
+    if isinstance(region, Mapping):
         x, y, w, h = (int(region[k]) for k in ("x", "y", "width", "height"))
     else:
         x, y, w, h = (int(v) for v in region)
