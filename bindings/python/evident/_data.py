@@ -195,10 +195,12 @@ class BatchResult:
 
 @dataclass(frozen=True)
 class DisplayStatus:
-    """``display status``: readiness layers probed fresh (``unknown`` counts as not ready)."""
+    """``display status``: readiness layers probed fresh (``unknown`` counts as not ready), and
+    the keyboard layout the server reports (``"us"`` by default; docs/displays.md)."""
 
     ready: bool
     layers: List[Dict[str, Any]]
+    keyboard_layout: Optional[str] = None
 
     def layer(self, name: str) -> Optional[Dict[str, Any]]:
         return next((x for x in self.layers if x.get("name") == name), None)

@@ -121,6 +121,7 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'display-args': ErrorInfo('display', False, False),
     'display-dead': ErrorInfo('display', False, False),
     'display-generation-mismatch': ErrorInfo('display', False, False),
+    'display-keyboard-layout': ErrorInfo('display', False, False),
     'display-limit': ErrorInfo('display', True, False),
     'display-not-found': ErrorInfo('display', False, False),
     'display-not-ready': ErrorInfo('display', False, False),

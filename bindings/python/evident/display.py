@@ -53,7 +53,9 @@ class Display(ActionHelpers, WindowHelpers):
 
     def status(self) -> DisplayStatus:
         reply = self.engine.call("display.status", self._ref())
-        return DisplayStatus(bool(reply.get("ready")), list(reply.get("layers", [])))
+        layout = reply.get("keyboard_layout")
+        return DisplayStatus(bool(reply.get("ready")), list(reply.get("layers", [])),
+                             None if layout is None else str(layout))
 
     def __enter__(self) -> "Display":
         return self

@@ -119,10 +119,13 @@ class Engine:
         return self.call("ping")
 
     def create_display(self, width: int = 1280, height: int = 800, depth: int = 24,
-                       dpi: int = 96) -> Display:
-        """Starts an owned display and waits until it is ready (docs/protocol.md §3)."""
-        reply = self.call("display.create",
-                          {"width": width, "height": height, "depth": depth, "dpi": dpi})
+                       dpi: int = 96, keyboard_layout: Optional[str] = None) -> Display:
+        """Starts an owned display and waits until it is ready (docs/protocol.md §3);
+        ``keyboard_layout="de"`` applies that XKB layout first (docs/displays.md)."""
+        args: Dict[str, Any] = {"width": width, "height": height, "depth": depth, "dpi": dpi}
+        if keyboard_layout is not None:
+            args["keyboard_layout"] = keyboard_layout
+        reply = self.call("display.create", args)
         return Display(self, reply["display"])
 
     def displays(self) -> List[Display]:

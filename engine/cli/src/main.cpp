@@ -239,6 +239,8 @@ int run(int argc, char** argv) {
   d_create->add_option("--height", height)->capture_default_str();
   d_create->add_option("--depth", depth)->capture_default_str();
   d_create->add_option("--dpi", dpi)->capture_default_str();
+  std::string keyboard_layout;
+  d_create->add_option("--keyboard-layout", keyboard_layout, "XKB layout applied once ready (de, fr, ...)");
   int id = 0;
   std::string gen, out;
   auto* d_destroy = display->add_subcommand("destroy", "stop the display's apps, then the display");
@@ -349,8 +351,9 @@ int run(int argc, char** argv) {
     return *r;
   }
   if (d_create->parsed()) {
-    return send(g, "display.create",
-                Json{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}});
+    Json args{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}};
+    if (d_create->count("--keyboard-layout")) args["keyboard_layout"] = keyboard_layout;
+    return send(g, "display.create", args);
   }
   if (d_destroy->parsed()) return send(g, "display.destroy", Json{{"display_id", id}, {"generation", gen}});
   if (d_list->parsed()) return send(g, "display.list", Json::object());

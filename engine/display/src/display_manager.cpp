@@ -60,6 +60,12 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
     // A fresh lifetime for the caller: the generation it had while idle was never handed out,
     // but a new one keeps "one generation per create" true without exception.
     leased->info_.generation = random_id("gen");
+    if (!options.keyboard_layout.empty()) {
+      if (Status st = apply_keyboard_layout(*leased, options.keyboard_layout); !st.ok()) {
+        leased->teardown();
+        return st.error();
+      }
+    }
     leased->info_.ready_us = steady_us() - t0;
     return register_display(std::move(leased));
   }
@@ -71,6 +77,15 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
     warm_cv_.notify_all();  // the refill thread may be waiting for room under max_displays
   }
   if (!started.ok()) return started.error();
+  if (!options.keyboard_layout.empty()) {
+    // Before the display is registered: nobody sees it with another layout, and a failure leaves
+    // nothing behind.
+    if (Status st = apply_keyboard_layout(**started, options.keyboard_layout); !st.ok()) {
+      (*started)->teardown();
+      return st.error();
+    }
+    (*started)->info_.ready_us = steady_us() - t0;
+  }
   return register_display(std::move(*started));
 }
 

@@ -20,6 +20,13 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
   if (!got.ok()) return got.error();
   OwnedDisplay& d = **got;
   DisplayStatus out;
+  {
+    auto c = d.open_connection();
+    if (c.ok()) {
+      out.keyboard_layout = read_keyboard_layout(*c);
+      close_x_connection(*c);
+    }
+  }
   const std::string recreate = "destroy the display and create a new one";
 
   // authority: the private cookie file is intact.

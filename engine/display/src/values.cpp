@@ -23,6 +23,12 @@ Status validate_display_options(const DisplayOptions& o) {
   }
   if (o.depth != 16 && o.depth != 24) return make_error("display-args", "depth must be 16 or 24");
   if (o.dpi < kDisplayDpiMin || o.dpi > kDisplayDpiMax) return range("dpi", kDisplayDpiMin, kDisplayDpiMax);
+  if (!o.keyboard_layout.empty()) {
+    const std::string& k = o.keyboard_layout;
+    bool ok = k.size() <= 32 && k[0] >= 'a' && k[0] <= 'z';
+    for (char c : k) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+    if (!ok) return make_error("display-args", "keyboard_layout must be an XKB layout name: [a-z][a-z0-9_]{0,31}");
+  }
   return {};
 }
 

@@ -17,7 +17,7 @@ namespace evident {
 void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager& browsers) {
   ops["display.create"] = [&displays, &browsers](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi"}));
+    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi", "keyboard_layout"}));
     DisplayOptions o;
     if (f.has("width")) {
       auto v = f.integer("width", protocol::kDisplayWidthMin, protocol::kDisplayWidthMax);
@@ -40,9 +40,16 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
       if (!v.ok()) return v.error();
       o.dpi = static_cast<int>(*v);
     }
+    if (f.has("keyboard_layout")) {
+      auto v = f.string("keyboard_layout", 1, 32);
+      if (!v.ok()) return v.error();
+      o.keyboard_layout = *v;
+    }
     auto d = displays.create(o);
     if (!d.ok()) return d.error();
-    return Json{{"display", (*d)->info().to_json()}};
+    Json out{{"display", (*d)->info().to_json()}};
+    if (!o.keyboard_layout.empty()) out["keyboard_layout"] = o.keyboard_layout;
+    return out;
   };
 
   ops["display.destroy"] = [&displays, &browsers](const Actor&, const Json& args) -> Result<Json> {
@@ -72,7 +79,9 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
     if (!st.ok()) return st.error();
     Json layers = Json::array();
     for (const auto& l : st->layers) layers.push_back(l.to_json());
-    return Json{{"ready", st->ready}, {"layers", layers}};
+    return Json{{"ready", st->ready},
+                {"layers", layers},
+                {"keyboard_layout", st->keyboard_layout.empty() ? Json(nullptr) : Json(st->keyboard_layout)}};
   };
 
   ops["display.screenshot"] = [&displays, &browsers](const Actor&, const Json& args) -> Result<Json> {

@@ -35,6 +35,9 @@ struct DisplayOptions {
   int height = protocol::kDisplayHeightDefault;
   int depth = protocol::kDisplayDepthDefault;  // 16 or 24
   int dpi = protocol::kDisplayDpiDefault;
+  // An XKB layout name applied with setxkbmap right after the display is ready ("de", "fr", ...;
+  // [a-z][a-z0-9_]{0,31}); empty: the server's default (us). docs/displays.md, "Keyboard layout".
+  std::string keyboard_layout;
 };
 
 // Checks the protocol's ranges. Error: "display-args".
@@ -61,6 +64,11 @@ bool is_generation_token(const std::string& s);
 // through evident), wherever that is detected: "display-dead". docs/displays.md, "Dead displays".
 Error display_dead_error();
 
+// The XKB layout of the display's keymap as the server records it (the third name of the root
+// window's _XKB_RULES_NAMES, e.g. "us" or "de"); empty when the property is absent. Uses `dpy`
+// (the caller's connection, under the caller's locking).
+std::string read_keyboard_layout(::Display* dpy);
+
 // One readiness layer of `display status`.
 struct StatusLayer {
   std::string name;   // authority | x_connection | capture | input_backend | target_display
@@ -72,6 +80,8 @@ struct StatusLayer {
 
 struct DisplayStatus {
   bool ready = false;  // all layers ready
+  // The layout in the root window's _XKB_RULES_NAMES, read back live (empty when unreadable).
+  std::string keyboard_layout;
   std::vector<StatusLayer> layers;
 };
 
@@ -302,6 +312,7 @@ class DisplayManager {
   static constexpr std::int64_t kAppEarlyExitGraceMs = 100;
   static constexpr std::int64_t kMaxWaitWindowMs = protocol::kAppWaitWindowMsMax;
   static constexpr std::int64_t kWarmRetryMs = 1000;
+  static constexpr std::int64_t kKeyboardLayoutBoundMs = 10000;
 
  private:
   struct App {
@@ -311,6 +322,9 @@ class DisplayManager {
   Result<std::shared_ptr<OwnedDisplay>> start_display(const DisplayOptions& options);
   // `prepared`: what options_.readiness->prepare made while Xvfb started (may be null).
   Status make_ready(OwnedDisplay& d, std::shared_ptr<void> prepared);
+  // setxkbmap -layout `layout` on the ready display (bounded by kKeyboardLayoutBoundMs), then
+  // reads the layout back from _XKB_RULES_NAMES. "display-keyboard-layout".
+  Status apply_keyboard_layout(OwnedDisplay& d, const std::string& layout);
   void stop_apps_of(int display_id, const std::string& generation);
   AppInfo snapshot(App& app);
   // Registers a started display under its number (retiring a dead predecessor); fails with
