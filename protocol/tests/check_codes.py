@@ -29,6 +29,10 @@ NOT_CODES = {
     "engine-shutdown": "session end reason",
     "sign-failed": "session end reason (signing at close failed; docs/receipts.md)",
     "commitment-failed": "session end reason (a commitment could not be computed; docs/receipts.md)",
+    # task end reasons (a task snapshot's "ended.reason"; docs/agents.md "The lane")
+    "turn-refused": "task end reason (a turn refused by the adapter or the limits)",
+    "result-invalid": "task end reason (an invalid final answer used the last turn)",
+    "receipt-failed": "task end reason (the task receipt could not be built)",
     # parse codes of the envelope verifier, reported as named failing checks, never as errors
     "envelope-json": "internal parse code of the envelope check",
     "statement-json": "internal parse code of the statement check",

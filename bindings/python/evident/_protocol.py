@@ -78,6 +78,10 @@ LIMITS: Mapping[str, int] = {
     'session_ended_records_max': 256,
     'receipt_file_max_bytes': 8388608,
     'frame_file_max_bytes': 268435456,
+    'task_response_max_bytes': 1048576,
+    'task_request_max_bytes': 1052672,
+    'task_envelope_max_bytes': 2109440,
+    'task_prior_receipts_max': 1024,
 }
 
 # family -> the exception class (evident/errors.py) raised for every code of the family
@@ -279,6 +283,12 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'agent-ocr-failed': ErrorInfo('task', False, False),
     'agent-ocr-target-missing': ErrorInfo('task', False, False),
     'agent-policy-args': ErrorInfo('task', False, False),
+    'task-busy': ErrorInfo('task', 'depends', False),
+    'task-chronology': ErrorInfo('task', False, False),
+    'task-not-found': ErrorInfo('task', False, False),
+    'task-phase': ErrorInfo('task', False, False),
+    'task-prior-receipt-unknown': ErrorInfo('task', False, False),
+    'task-sequence': ErrorInfo('task', False, False),
 }
 
 ACTION_KINDS: Mapping[str, ActionKind] = {
@@ -309,7 +319,7 @@ CONSTANT_PROJECTION_KINDS: FrozenSet[str] = frozenset(
 COMMITTED_ACTION_KINDS: FrozenSet[str] = frozenset(
     k for k, a in ACTION_KINDS.items() if a.projection != "as_sent")
 
-ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box')
+ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box', 'task')
 
 # session op -> phases it may run in ("*": any, also ended; empty: begin)
 SESSION_OPS: Dict[str, Tuple[str, ...]] = {
@@ -320,7 +330,11 @@ SESSION_OPS: Dict[str, Tuple[str, ...]] = {
     'finish': ('observed',),
     'close': ('finished',),
     'abort': ('stage', 'frozen', 'observed', 'finished'),
-    'status': ('*',),
+    'status': ('stage', 'frozen', 'observed', 'finished', 'closed', 'aborted', 'failed'),
+    'task.begin': (),
+    'task.turn': ('running',),
+    'task.abort': ('running',),
+    'task.status': ('running', 'closed', 'aborted', 'failed', 'expired'),
 }
-SESSION_PHASES: Tuple[str, ...] = ('beginning', 'stage', 'frozen', 'observed', 'finished', 'closed', 'aborted', 'failed', 'expired')
-LIVE_SESSION_PHASES: FrozenSet[str] = frozenset(('beginning', 'stage', 'frozen', 'observed', 'finished'))
+SESSION_PHASES: Tuple[str, ...] = ('beginning', 'stage', 'frozen', 'observed', 'finished', 'running', 'closed', 'aborted', 'failed', 'expired')
+LIVE_SESSION_PHASES: FrozenSet[str] = frozenset(('beginning', 'stage', 'frozen', 'observed', 'finished', 'running'))

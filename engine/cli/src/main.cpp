@@ -45,21 +45,23 @@ int print_error(const Globals& g, const Error& e, int exit_code) {
   return exit_code;
 }
 
-// Reads a --request value: inline JSON, @FILE or - (stdin), bounded. "request-input".
-Result<std::string> read_request_arg(const std::string& value) {
+// Reads a --request value: inline JSON, @FILE or - (stdin), bounded by `max` (the op's raw
+// request bound; the envelope the text is embedded in is within its op's envelope bound,
+// Engine::max_request_bytes). "request-input", "request-too-large".
+Result<std::string> read_request_arg(const std::string& value, std::size_t max = kMaxRequestText) {
   std::string text;
   if (value == "-") {
     std::ostringstream ss;
     char buf[65536];
     while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
       ss.write(buf, std::cin.gcount());
-      if (static_cast<std::size_t>(ss.tellp()) > kMaxRequestText) {
+      if (static_cast<std::size_t>(ss.tellp()) > max) {
         return make_error("request-too-large", "the request on stdin is too large");
       }
     }
     text = ss.str();
   } else if (!value.empty() && value[0] == '@') {
-    auto r = read_file(value.substr(1), kMaxRequestText);
+    auto r = read_file(value.substr(1), max);
     if (!r.ok()) {
       return make_error(r.error().code == "fs-too-large" ? "request-too-large" : "request-input",
                         r.error().message);
@@ -68,7 +70,7 @@ Result<std::string> read_request_arg(const std::string& value) {
   } else {
     text = value;
   }
-  if (text.size() > kMaxRequestText) {
+  if (text.size() > max) {
     return make_error("request-too-large", "the request is too large");
   }
   return text;
@@ -292,6 +294,9 @@ int run(int argc, char** argv) {
   // session
   auto* session = app.add_subcommand("session", "one request of the session protocol");
   session->add_option("--request", request, "JSON, @FILE or - (stdin)")->required();
+  // task (docs/agents.md "The lane"): one request of the agent task protocol
+  auto* task = app.add_subcommand("task", "one request of the agent task protocol (task.begin/turn/abort/status)");
+  task->add_option("--request", request, "JSON, @FILE or - (stdin)")->required();
 
   BrowserCli browser_cli(app);  // browser (browser_cli.cpp)
 
@@ -409,6 +414,16 @@ int run(int argc, char** argv) {
     // The raw text goes through as a string, so the session layer's strict parser sees it as
     // sent (duplicate keys included).
     return send(g, "session", Json{{"request", *text}});
+  }
+  if (task->parsed()) {
+    // A task turn carries a provider response of up to 1 MiB: the raw request is bounded by the
+    // task layer's limit, and its envelope by the task op's (Engine::max_request_bytes).
+    auto text = read_request_arg(request, protocol::kTaskRequestMaxBytes);
+    if (!text.ok()) return print_error(g, text.error(), 1);
+    if (!is_valid_utf8(*text)) {
+      return print_error(g, make_error("task-json", "task request is not valid UTF-8"), 1);
+    }
+    return send(g, "task", Json{{"request", *text}});
   }
   if (auto b = browser_cli.request()) {
     if (!b->ok()) return print_error(g, b->error(), 2);

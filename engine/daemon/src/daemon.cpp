@@ -289,8 +289,12 @@ std::string Daemon::handle(const Actor& actor, const std::string& request, std::
   std::string op = "-";
   try {
     Json response;
-    auto parsed = parse_json_strict(request, Engine::kMaxRequestBytes, "request-json");
-    if (!parsed.ok()) {
+    auto parsed = parse_json_strict(request, Engine::kMaxEnvelopeBytes, "request-json");
+    // Each op's own envelope bound; text that is not an envelope gets the bound of every op but
+    // `task`.
+    if (Status size = Engine::check_request_size(parsed.ok() ? *parsed : Json(), request.size()); !size) {
+      response = error_response(size.error());
+    } else if (!parsed.ok()) {
       response = error_response(parsed.error());
     } else {
       // Log the op name only if it looks like one of ours (never payloads).
@@ -428,10 +432,12 @@ void Daemon::on_readable(std::uint64_t id, Conn& c) {
       return;
     }
     c.in.append(buf, static_cast<std::size_t>(n));
-    if (c.in.size() > Engine::kMaxRequestBytes) {
+    // The largest envelope of any op (a task turn's); each op's own bound is checked once the
+    // envelope is parsed (Engine::check_request_size).
+    if (c.in.size() > Engine::kMaxEnvelopeBytes) {
       answer(id, c, error_response(make_error(
                         "request-too-large", "the request is larger than " +
-                                                 std::to_string(Engine::kMaxRequestBytes) +
+                                                 std::to_string(Engine::kMaxEnvelopeBytes) +
                                                  " bytes")));
       return;
     }

@@ -36,6 +36,20 @@ Status SessionEvidence::record_end(const std::string& session_id, const std::str
   return {};
 }
 
+Status SessionEvidence::record_task_end(const std::string& task_id, const std::string& attempt_id,
+                                        const std::string& task_sha256, const std::string& outcome,
+                                        std::int64_t ended_wall_ms) {
+  auto k = key();
+  if (!k.ok()) return k.error();
+  Json entry{{"kind", "task"},             {"id", task_id},     {"attempt_id", attempt_id},
+             {"task_sha256", task_sha256}, {"outcome", outcome}, {"receipt_id", nullptr},
+             {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = log_.append(entry, *k);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
 Result<Json> SessionEvidence::seal_closed(const std::string& evidence_dir, const Json& receipt,
                                           std::int64_t ended_wall_ms) {
   auto k = key();
@@ -43,14 +57,18 @@ Result<Json> SessionEvidence::seal_closed(const std::string& evidence_dir, const
   // The exact bytes on disk are what the envelope's first subject names.
   auto bytes = read_receipt_bytes(evidence_dir + "/" + std::string(kReceiptFileName));
   if (!bytes.ok()) return bytes.error();
-  const Json& binding = receipt["binding"];
-  Json entry{{"kind", "session"},
-             {"id", receipt["session_id"]},
-             {"attempt_id", binding["attempt_id"]},
-             {"job_sha256", binding["job_sha256"]},
+  // Read with value(): a receipt's members are not assumed (a const operator[] on a missing key
+  // is undefined). A task receipt (schema evident.task-receipt/v1) is logged as kind "task".
+  const Json binding = receipt.value("binding", Json::object());
+  const bool task = receipt.value("schema", std::string()) == "evident.task-receipt/v1";
+  Json entry{{"kind", task ? "task" : "session"},
+             {"id", receipt.value(task ? "task_id" : "session_id", Json())},
+             {"attempt_id", binding.value("attempt_id", Json())},
              {"outcome", "closed"},
-             {"receipt_id", receipt["receipt_id"]},
+             {"receipt_id", receipt.value("receipt_id", Json())},
              {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
+  if (task) entry["task_sha256"] = receipt.value("task_sha256", Json());
+  else entry["job_sha256"] = binding.value("job_sha256", Json());
   std::lock_guard<std::mutex> lock(mu_);
   auto appended = log_.append(entry, *k);
   if (!appended.ok()) return appended.error();

@@ -20,6 +20,7 @@
 #include "evident/display/display.h"
 #include "evident/service/display_capture.h"
 #include "evident/session/manager.h"
+#include "evident/task/lane.h"
 #include "ops_common.h"
 #include "session_backend.h"
 
@@ -83,6 +84,7 @@ void Engine::Impl::register_ops() {
   register_app_ops(ops, *displays);                 // app.* (ops_apps.cpp)
   register_action_ops(ops, *displays, options.runtime_dir);  // cu.actions (ops_actions.cpp)
   register_session_ops(ops, *sessions);             // session (ops_session.cpp)
+  register_task_ops(ops, *sessions);                // task (ops_task.cpp)
   register_browser_ops(ops, *browsers);             // browser.* (ops_browser.cpp)
   register_window_ops(ops, *displays);              // window.*, wait.* (ops_windows.cpp)
 }
@@ -175,6 +177,7 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   so.clock = impl_->options.clock;
   // The first start creates the signing key (docs/receipts.md §8); every close signs.
   so.evidence = std::make_shared<SessionEvidence>(impl_->options.state_dir);
+  so.task_lane = task::make_task_lane();  // task.* ops (docs/agents.md "The lane")
   apply_session_timeout_env(&so);
   impl_->sessions = std::make_unique<SessionManager>(*impl_->session_backend, so);
   impl_->sessions->start_reaper();
@@ -192,13 +195,36 @@ void Engine::shutdown() {
   if (impl_->runtime_dir_owned) (void)remove_tree(impl_->options.runtime_dir);
 }
 
+std::size_t Engine::max_request_bytes(std::string_view op) {
+  // The one exception to the 256 KiB envelope: a task turn carries a provider response of up to
+  // 1 MiB, embedded as a JSON string (docs/agents.md "The lane").
+  return op == "task" ? kMaxEnvelopeBytes : kMaxRequestBytes;
+}
+
+Status Engine::check_request_size(const Json& envelope, std::size_t bytes) {
+  std::string_view op;
+  if (envelope.is_object()) {
+    auto it = envelope.find("op");
+    if (it != envelope.end() && it->is_string()) op = it->get_ref<const std::string&>();
+  }
+  const std::size_t limit = max_request_bytes(op);
+  if (bytes > limit) {
+    return make_error("request-too-large", "the request is larger than " + std::to_string(limit) + " bytes");
+  }
+  return ok_status();
+}
+
 Json Engine::call(const Actor& actor, std::string_view request_json) {
-  if (request_json.size() > kMaxRequestBytes) {
+  if (request_json.size() > kMaxEnvelopeBytes) {
     return error_response(make_error("request-too-large", "the request is larger than " +
-                                                              std::to_string(kMaxRequestBytes) +
+                                                              std::to_string(kMaxEnvelopeBytes) +
                                                               " bytes"));
   }
-  auto parsed = parse_json_strict(request_json, kMaxRequestBytes, "request-json");
+  auto parsed = parse_json_strict(request_json, kMaxEnvelopeBytes, "request-json");
+  // Text that is not an envelope gets the bound of every op but `task`, as before.
+  if (Status st = check_request_size(parsed.ok() ? *parsed : Json(), request_json.size()); !st) {
+    return error_response(st.error());
+  }
   if (!parsed.ok()) return error_response(parsed.error());
   return impl_->dispatch(actor, *parsed);
 }

@@ -50,6 +50,8 @@ Status parse_launch_env_args(const Json& args, LaunchOptions* options);
 void register_action_ops(OpTable& ops, DisplayManager& displays, std::string runtime_dir);
 // session (ops_session.cpp).
 void register_session_ops(OpTable& ops, SessionManager& sessions);
+// task (ops_task.cpp): task.begin|turn|abort|status on the session state machine.
+void register_task_ops(OpTable& ops, SessionManager& sessions);
 // browser.create|close|list|status|evaluate|navigate|element_box (ops_browser.cpp).
 void register_browser_ops(OpTable& ops, BrowserManager& browsers);
 // window.list|wait|capture|focus, wait.stable|pixels (ops_windows.cpp).

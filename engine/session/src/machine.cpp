@@ -3,7 +3,7 @@
 namespace evident {
 
 // SessionOp lists the protocol file's session ops in its order (op_row indexes by it).
-static_assert(kSessionOpCount == static_cast<std::size_t>(SessionOp::kStatus) + 1,
+static_assert(kSessionOpCount == static_cast<std::size_t>(SessionOp::kTaskStatus) + 1,
               "SessionOp must have one enumerator per op of protocol/evident.json");
 static_assert(op_row(SessionOp::kBegin).name == "begin");
 static_assert(op_row(SessionOp::kActions).name == "actions");
@@ -13,6 +13,10 @@ static_assert(op_row(SessionOp::kFinish).name == "finish");
 static_assert(op_row(SessionOp::kClose).name == "close");
 static_assert(op_row(SessionOp::kAbort).name == "abort");
 static_assert(op_row(SessionOp::kStatus).name == "status");
+static_assert(op_row(SessionOp::kTaskBegin).name == "task.begin");
+static_assert(op_row(SessionOp::kTaskTurn).name == "task.turn");
+static_assert(op_row(SessionOp::kTaskAbort).name == "task.abort");
+static_assert(op_row(SessionOp::kTaskStatus).name == "task.status");
 
 std::string allowed_phase_names(const SessionOpRow& row) {
   std::string out;

@@ -21,6 +21,7 @@
 #include "evident/core/random.h"
 #include "evident/receipts/receipt.h"
 #include "action_adapter.h"
+#include "manager_internal.h"
 #include "evident/evidence/commitments.h"
 #include "evident/evidence/dsse.h"
 #include "evident/evidence/session_evidence.h"
@@ -28,45 +29,6 @@
 
 namespace evident {
 
-struct SessionManager::Record {
-  std::string id;
-  Json actor;
-  Phase phase = Phase::kBeginning;
-  std::int64_t sequence = 0;
-  std::int64_t display_id = 0;  // as requested at begin (for uniqueness while beginning)
-  SessionTarget target;
-  std::string attempt_id;
-  std::string job_sha256;
-  std::unique_ptr<SessionLease> lease;
-  std::string evidence_dir;
-  std::string scratch_dir;
-  std::int64_t started_wall = 0;
-  std::int64_t started_mono = 0;
-  std::int64_t frozen_wall = -1;
-  std::int64_t observed_wall = -1;
-  std::int64_t deadline_mono = 0;
-  std::int64_t action_count = 0;
-  std::int64_t input_event_count = 0;
-  Json frame = nullptr;    // the latest frame: {sha256, byte_length, width, height, path}
-  Json results = nullptr;  // the latest actions batch's per-action results
-  std::vector<ActionRecord> actions;
-  // Receipt v3: salt and value of each committed action (type/key/hold_key), in memory until
-  // close writes them to the state dir's private record (docs/receipts.md); cleared at cleanup.
-  std::vector<CommittedValue> commitments;
-  std::string initial_frame;
-  std::string freeze_frame;
-  std::string pre_observation;
-  ObservationRecord observation;
-  Json receipt = nullptr;
-  std::string receipt_id;
-  bool busy = true;          // a request (or cleanup) is running on it
-  bool cleaned_up = false;   // cleanup() ran (it runs once)
-  bool end_logged = false;   // the run-log entry of the ending is written (close's seal writes it)
-  std::string end_reason;
-  Json end_error = nullptr;
-  Json end_cleanup_error = nullptr;
-  std::int64_t ended_mono = 0;
-};
 
 // ---- The handler table: one row per op, in SessionOp order (the transition table's rows are
 // protocol::kSessionOps, machine.h). A new op adds its row here.
@@ -79,6 +41,11 @@ const SessionManager::OpHandler SessionManager::kHandlers[] = {
     {SessionOp::kClose, nullptr, nullptr, &SessionManager::run_close},
     {SessionOp::kAbort, nullptr, nullptr, &SessionManager::run_abort},
     {SessionOp::kStatus, &SessionManager::read_status, nullptr, nullptr},
+    // The task ops (task_ops.cpp; docs/agents.md "The lane").
+    {SessionOp::kTaskBegin, nullptr, nullptr, &SessionManager::run_task_begin},
+    {SessionOp::kTaskTurn, nullptr, nullptr, &SessionManager::run_task_turn},
+    {SessionOp::kTaskAbort, nullptr, nullptr, &SessionManager::run_abort},
+    {SessionOp::kTaskStatus, &SessionManager::read_task_status, nullptr, nullptr},
 };
 
 std::string SessionManager::handler_table_problems() {
@@ -99,7 +66,7 @@ std::string SessionManager::handler_table_problems() {
   return out;
 }
 
-namespace {
+namespace session_internal {
 
 Json error_json(const Error& e) { return error_response(e); }
 
@@ -118,6 +85,7 @@ Json nullable_time(std::int64_t wall) {
   return wall < 0 ? Json(nullptr) : Json(format_rfc3339_ms(wall));
 }
 
+namespace {
 std::int64_t env_ms(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return 0;
@@ -126,6 +94,8 @@ std::int64_t env_ms(const char* name) {
   if (*end != '\0' || n <= 0) return 0;
   return n;
 }
+
+}  // namespace
 
 // Content-addressed frame file: <dir>/<sha256>.png, 0600, written whole then renamed so a
 // name always holds exactly the bytes it names. Identical frames share one file. Durability
@@ -171,16 +141,20 @@ void sync_dir_fs(const std::string& dir) {
   }
 }
 
-Error not_found() {
+Error not_found(bool task) {
+  if (task) {
+    return make_error("task-not-found",
+                      "no such task for this caller (unknown id, another actor's task, or an "
+                      "ended task whose record was dropped)");
+  }
   return make_error("session-not-found",
                     "no such session for this caller (unknown id, another actor's session, or "
                     "an ended session whose record was dropped)");
 }
 
-Json binding_json(const SessionManager::Record& r);
-Json snapshot(const SessionManager::Record& r, std::int64_t now_mono);
+}  // namespace session_internal
 
-}  // namespace
+using namespace session_internal;
 
 void apply_session_timeout_env(SessionOptions* options) {
   if (auto v = env_ms("EVIDENT_SESSION_STAGE_TIMEOUT_MS")) options->stage_timeout_ms = v;
@@ -220,51 +194,86 @@ Json SessionManager::handle(const Json& actor, std::string_view raw_request) {
 // (docs/sessions.md §2): lookup (unknown id, another actor) → the phase's gate (not yet
 // visible, expired, ended; read-only ops answer here) → busy → sequence → phase → the op's
 // admit → its run.
+Json SessionManager::handle(const Json& actor, const SessionRequest& request) {
+  try {
+    return dispatch(actor, request);
+  } catch (const std::exception&) {
+    return error_json(make_error("internal", "unexpected internal error in the session layer"));
+  }
+}
+
+namespace {
+
+// The codes of the checks every addressed op shares, per op family: a task op is answered in
+// the task family's words (docs/agents.md "The lane"), a session op exactly as before.
+struct FamilyCodes {
+  const char* noun;
+  const char* expired;
+  const char* ended;
+  const char* busy;
+  const char* sequence;
+  const char* phase;
+};
+constexpr FamilyCodes kSessionCodes{"session", "session-expired", "session-phase", "session-busy",
+                                    "session-sequence", "session-phase"};
+constexpr FamilyCodes kTaskCodes{"task", "task-deadline", "task-phase", "task-busy", "task-sequence",
+                                 "task-phase"};
+
+}  // namespace
+
 Json SessionManager::dispatch(const Json& actor, const SessionRequest& req) {
   const OpHandler& h = kHandlers[static_cast<std::size_t>(req.op)];
   Call c{actor, req, op_row(req.op), nullptr, {}};
   if (c.row.allowed_phases == 0) return (this->*h.run)(c);  // names no session (begin)
+  const bool task = is_task_op(req.op);
+  const FamilyCodes& k = task ? kTaskCodes : kSessionCodes;
+  const std::string noun = k.noun;
   {
     std::unique_lock<std::mutex> lock(mu_);
     expire_due_locked(lock);
     auto it = records_.find(req.session_id);
-    if (it == records_.end() || it->second->actor != actor) return error_json(not_found());
+    // A task is not found by session ops, nor a session by task ops.
+    if (it == records_.end() || it->second->actor != actor || it->second->is_task != task) {
+      return error_json(not_found(task));
+    }
     c.r = it->second;
     Record& r = *c.r;
     const Verdict v = verdict(req.op, r.phase);
     switch (v) {
       case Verdict::kNotAddressed:
-      case Verdict::kNotFound: return error_json(not_found());
+      case Verdict::kNotFound: return error_json(not_found(task));
       case Verdict::kExpired:
-        return error_json(make_error("session-expired",
+        if (task) {
+          return error_json(make_error(k.expired, "the task's deadline has passed; it expired and was "
+                                                  "cleaned up without a receipt; begin a new task"));
+        }
+        return error_json(make_error(k.expired,
                                      "the session passed its deadline and was cleaned up; its "
                                      "display is released; begin a new session"));
       case Verdict::kRead: return (this->*h.read)(c);
       case Verdict::kEnded:
-        return error_json(make_error("session-phase", "the session has ended (" +
-                                                          std::string(to_string(r.phase)) + ": " +
-                                                          r.end_reason + "); `status` shows why"));
+        return error_json(make_error(k.ended, "the " + noun + " has ended (" + phase_name(r) + ": " +
+                                                  r.end_reason + "); `status` shows why"));
       case Verdict::kWrongPhase:
       case Verdict::kRun: break;
     }
     if (r.busy) {
-      return error_json(make_error("session-busy",
-                                   "another request of this session is still running; retry "
+      return error_json(make_error(k.busy,
+                                   "another request of this " + noun + " is still running; retry "
                                    "after it answers (use status to see where it stands)",
                                    true));
     }
     if (c.row.checks_sequence && req.sequence != r.sequence) {
-      return error_json(make_error("session-sequence",
+      return error_json(make_error(k.sequence,
                                    "sequence " + std::to_string(req.sequence) +
-                                       " is not the session's current sequence " +
+                                       " is not the " + noun + "'s current sequence " +
                                        std::to_string(r.sequence) + "; nothing was executed",
                                    false));
     }
     if (v == Verdict::kWrongPhase) {
-      return error_json(make_error("session-phase", "op " + std::string(c.row.name) + " needs phase " +
-                                                        allowed_phase_names(c.row) +
-                                                        " but the session is in phase " +
-                                                        std::string(to_string(r.phase))));
+      return error_json(make_error(k.phase, "op " + std::string(c.row.name) + " needs phase " +
+                                                allowed_phase_names(c.row) + " but the " + noun +
+                                                " is in phase " + phase_name(r)));
     }
     if (h.admit) {
       if (auto e = (this->*h.admit)(c)) return error_json(*e);
@@ -285,7 +294,7 @@ Json SessionManager::advance(Call& c, const std::function<void(Record&)>& apply)
   if (c.row.advances_sequence) r.sequence += 1;
   r.busy = false;
   cv_.notify_all();
-  return snapshot(r, now_ms());
+  return r.is_task ? task_snapshot(r, now_ms()) : snapshot(r, now_ms());
 }
 
 Json SessionManager::refuse(Call& c, const Error& e) {  // nothing changed; the session stays as it was
@@ -299,7 +308,9 @@ Json SessionManager::fail(Call& c, const Failure& f) {
   // Fail closed: an op whose row names no failure phase still ends the session when its work
   // failed part-way (no handler does that today: finish only refuses).
   end_session(*c.r, c.row.on_failure.value_or(Phase::kFailed), f.reason, &f.error);
-  return error_json(make_error(f.error.code, f.error.message + "; the session has ended without a receipt"));
+  return error_json(make_error(f.error.code, f.error.message + "; the " +
+                                                 std::string(c.r->is_task ? "task" : "session") +
+                                                 " has ended without a receipt"));
 }
 
 // ---- Endings.
@@ -327,6 +338,11 @@ Status SessionManager::cleanup(Record& r) {
 // undo the ending; it is reported beside the end (end_cleanup_error stays the cleanup's).
 void SessionManager::log_end(const Record& r, Phase outcome) {
   if (!options_.evidence) return;
+  if (r.is_task) {  // kind "task" with task_sha256 (docs/receipts.md §9)
+    (void)options_.evidence->record_task_end(r.id, r.attempt_id, r.task_sha256,
+                                             std::string(to_string(outcome)), clock_->wall_ms());
+    return;
+  }
   (void)options_.evidence->record_end(r.id, r.attempt_id, r.job_sha256, std::string(to_string(outcome)),
                                       clock_->wall_ms());
 }
@@ -385,36 +401,41 @@ std::optional<SessionManager::Failure> SessionManager::capture_frame(Record& r, 
 
 // ---- The handlers.
 
-Json SessionManager::run_begin(Call& c) {
+Json SessionManager::run_begin(Call& c) { return begin_common(c, nullptr); }
+
+Json SessionManager::begin_common(Call& c, const std::function<std::optional<Error>(Record&)>& setup) {
   const SessionRequest& req = c.req;
+  const bool task = is_task_op(req.op);
+  const char* busy = task ? "task-busy" : "session-busy";
+  const char* noun = task ? "session or task" : "session";
   auto r = std::make_shared<Record>();
   {
     std::unique_lock<std::mutex> lock(mu_);
     expire_due_locked(lock);
-    if (stop_) return error_json(make_error("session-busy", "the engine is shutting down"));
+    if (stop_) return error_json(make_error(busy, "the engine is shutting down"));
     std::size_t live = 0;
     for (const auto& [id, other] : records_) {
       if (!is_live(other->phase)) continue;
       ++live;
       if (other->display_id == req.display_id) {
-        return error_json(make_error("session-busy",
+        return error_json(make_error(busy,
                                      "display " + std::to_string(req.display_id) +
-                                         " already has a live session; close or abort it first",
+                                         " already has a live " + noun + "; close or abort it first",
                                      true));
       }
       if (other->attempt_id == req.attempt_id) {
         return error_json(make_error(
-            "session-busy", "this attempt_id already has a live session; close or abort it first",
+            busy, std::string("this attempt_id already has a live ") + noun + "; close or abort it first",
             true));
       }
     }
     if (live >= options_.max_live_sessions) {
-      return error_json(make_error("session-busy",
+      return error_json(make_error(busy,
                                    "the daemon already has " + std::to_string(live) +
                                        " live sessions (the limit); retry after one ends",
                                    true));
     }
-    r->id = random_id("ses");
+    r->id = random_id(task ? "tsk" : "ses");
     r->actor = c.actor;
     r->display_id = req.display_id;
     r->attempt_id = req.attempt_id;
@@ -422,6 +443,9 @@ Json SessionManager::run_begin(Call& c) {
     r->started_mono = now_ms();
     r->started_wall = clock_->wall_ms();
     r->deadline_mono = r->started_mono + options_.stage_timeout_ms;
+    if (setup) {
+      if (auto e = setup(*r)) return error_json(*e);  // nothing exists yet
+    }
     records_[r->id] = r;  // phase beginning: not yet visible
   }
   c.r = r;
@@ -439,7 +463,12 @@ Json SessionManager::run_begin(Call& c) {
   };
 
   auto lease = backend_.acquire(req.display_id, req.generation, req.app_id);
-  if (!lease) return forget(lease.error());
+  if (!lease) {
+    // The display lock is shared by sessions and tasks: a task finds it busy as task-busy.
+    Error e = lease.error();
+    if (task && e.code == "session-busy") e.code = "task-busy";
+    return forget(e);
+  }
   r->lease = std::move(lease).value();
   r->target = r->lease->target();
   r->evidence_dir = options_.evidence_root + "/" + r->id;
@@ -452,10 +481,28 @@ Json SessionManager::run_begin(Call& c) {
   if (!frame) return forget(frame.error());
   auto info = write_frame(r->evidence_dir, *frame);
   if (!info) return forget(info.error());
+  Json model = *info;
+  if (task) {
+    // The task's logic starts on the display's real size (the adapter maps coordinates back).
+    TaskStart start{r->task_mode, r->policy_adapter, r->target.width, r->target.height, r->started_mono};
+    auto run = options_.task_lane->start(start);
+    if (!run) return forget(run.error());
+    r->task = std::move(run).value();
+    auto image = r->task->model_image(*frame);
+    if (!image) return forget(image.error());
+    if (image->sha256 != frame->sha256) {
+      SessionFrame scaled{image->png, image->sha256, image->width, image->height};
+      auto written = write_frame(r->evidence_dir, scaled);
+      if (!written) return forget(written.error());
+      model = *written;
+    }
+  }
   return advance(c, [&](Record& rec) {
     rec.initial_frame = frame->sha256;
     rec.frame = *info;
+    rec.model_frame = model;
     rec.sequence = 0;
+    if (rec.task) rec.counters = rec.task->counters();
   });
 }
 
@@ -626,7 +673,23 @@ Json SessionManager::run_finish(Call& c) {
 
 Json SessionManager::run_close(Call& c) {
   Record& r = *c.r;
-  const Phase failed = c.row.on_failure.value_or(Phase::kFailed);
+  Json sealed = nullptr;
+  if (auto refused = close_and_seal(r, c.row.on_failure.value_or(Phase::kFailed), &sealed)) return *refused;
+  end_session(r, *c.row.next, "closed");
+  std::lock_guard<std::mutex> lock(mu_);
+  Json s = snapshot(r, now_ms());
+  s["closed"] = true;
+  s["cleanup_complete"] = true;
+  s["receipt_id"] = r.receipt_id;
+  s["receipt_path"] = r.receipt_path;
+  if (!sealed.is_null()) {
+    s["envelope_path"] = r.envelope_path;
+    s["log"] = sealed;
+  }
+  return s;
+}
+
+std::optional<Json> SessionManager::close_and_seal(Record& r, Phase failed, Json* sealed_out) {
   // The secrets outlive cleanup only until the private record is written below.
   std::vector<CommittedValue> commitments = std::move(r.commitments);
   // Close answers only after cleanup is complete. Fail closed: a session whose cleanup failed
@@ -666,18 +729,12 @@ Json SessionManager::run_close(Call& c) {
     }
     sealed = *seal;
   }
-  end_session(r, *c.row.next, "closed");
   std::lock_guard<std::mutex> lock(mu_);
-  Json s = snapshot(r, now_ms());
-  s["closed"] = true;
-  s["cleanup_complete"] = true;
-  s["receipt_id"] = r.receipt_id;
-  s["receipt_path"] = receipt_path;
-  if (!sealed.is_null()) {
-    s["envelope_path"] = r.evidence_dir + "/" + std::string(kEnvelopeFileName);
-    s["log"] = sealed;
-  }
-  return s;
+  r.receipt_path = receipt_path;
+  if (!sealed.is_null()) r.envelope_path = r.evidence_dir + "/" + std::string(kEnvelopeFileName);
+  r.log = sealed;
+  *sealed_out = sealed;
+  return std::nullopt;
 }
 
 Json SessionManager::run_abort(Call& c) {
@@ -691,13 +748,14 @@ Json SessionManager::run_abort(Call& c) {
   }
   end_session(r, *c.row.next, "aborted");
   std::lock_guard<std::mutex> lock(mu_);
-  Json s = snapshot(r, now_ms());
+  Json s = r.is_task ? task_snapshot(r, now_ms()) : snapshot(r, now_ms());
   s["aborted"] = true;
   s["cleanup_complete"] = true;
   return s;
 }
 
 Json SessionManager::read_status(Call& c) { return snapshot(*c.r, now_ms()); }
+Json SessionManager::read_task_status(Call& c) { return task_snapshot(*c.r, now_ms()); }
 
 // ---- Deadlines and retention: one computation (due_at) for the scan and the reaper's wake-up.
 
@@ -826,7 +884,7 @@ std::size_t SessionManager::live_count() const {
 
 // ---- Replies: the snapshot every successful reply carries.
 
-namespace {
+namespace session_internal {
 
 Json binding_json(const SessionManager::Record& r) {
   return Json{{"display_id", r.target.display_id},
@@ -866,6 +924,6 @@ Json snapshot(const SessionManager::Record& r, std::int64_t now_mono) {
   return s;
 }
 
-}  // namespace
+}  // namespace session_internal
 
 }  // namespace evident

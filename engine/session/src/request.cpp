@@ -15,13 +15,15 @@ namespace {
 constexpr const char* kCommand = "session-command";
 
 Result<SessionOp> op_from(const std::string& name) {
-  for (std::size_t i = 0; i < kSessionOpCount; ++i) {
+  // The task ops come only through the task layer's parser (engine/task).
+  constexpr std::size_t n = static_cast<std::size_t>(SessionOp::kTaskBegin);
+  for (std::size_t i = 0; i < n; ++i) {
     if (name == protocol::kSessionOps[i].name) return static_cast<SessionOp>(i);
   }
   // "expected begin, actions, ... or status", in the table's order.
   std::string expected;
-  for (std::size_t i = 0; i < kSessionOpCount; ++i) {
-    if (i > 0) expected += i + 1 == kSessionOpCount ? " or " : ", ";
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) expected += i + 1 == n ? " or " : ", ";
     expected += protocol::kSessionOps[i].name;
   }
   return make_error(kCommand, "session request: unknown op (expected " + expected + ")");
@@ -89,6 +91,11 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
     case SessionOp::kFinish:
       EVIDENT_TRY(f.only({"op", "session_id", "sequence", "observation_sha256", "claims"}));
       break;
+    case SessionOp::kTaskBegin:
+    case SessionOp::kTaskTurn:
+    case SessionOp::kTaskAbort:
+    case SessionOp::kTaskStatus:
+      return make_error(kCommand, "session request: unknown op");  // op_from never returns them
   }
   if (!take(f.string("session_id", 0, 256), &req.session_id, &err)) return err;
   if (!take(f.integer("sequence", 0, kMaxSafeInteger), &req.sequence, &err)) return err;

@@ -31,9 +31,11 @@ inline std::string code_of(const Json& r) {
 // An in-process engine with one display and the fixture app on it.
 class EngineHarness {
  public:
-  explicit EngineHarness(int width = 800, int height = 600) {
+  // `clock` (optional): the sessions' and tasks' clock (a FakeClock moves their deadlines).
+  explicit EngineHarness(int width = 800, int height = 600, const Clock* clock = nullptr) {
     root_ = (fs::temp_directory_path() / ("evident-session-x11-" + random_hex(6))).string();
     EngineOptions o;
+    o.clock = clock;
     o.state_dir = root_ + "/state";
     o.runtime_dir = root_ + "/run";
     (void)make_private_dir(root_);

@@ -117,6 +117,13 @@ TEST(SessionMachine, EveryRunnableCellLeadsSomewhereOnSuccessAndOnFailure) {
   EXPECT_EQ(next(SessionOp::kFinish), "finished");
   EXPECT_EQ(next(SessionOp::kClose), "closed");
   EXPECT_EQ(next(SessionOp::kAbort), "aborted");
+  // The task ops (docs/agents.md "The lane"): a turn keeps the task running (a valid final
+  // answer closes it from inside the handler, reported "finished"); abort ends it.
+  EXPECT_EQ(next(SessionOp::kTaskBegin), "running");
+  EXPECT_EQ(next(SessionOp::kTaskTurn), "running");
+  EXPECT_EQ(next(SessionOp::kTaskAbort), "aborted");
+  EXPECT_FALSE(op_row(SessionOp::kTaskStatus).next.has_value());
+  EXPECT_EQ(std::string(to_string(*op_row(SessionOp::kTaskTurn).on_failure)), "failed");
   EXPECT_FALSE(op_row(SessionOp::kStatus).next.has_value());
   for (SessionOp op : {SessionOp::kActions, SessionOp::kFreeze, SessionOp::kObserve, SessionOp::kClose,
                        SessionOp::kAbort}) {
@@ -150,7 +157,7 @@ TEST(SessionMachine, EveryLivePhaseIsReachableAndEveryPhaseHasAGate) {
   }
   EXPECT_EQ(phase_gate(Phase::kBeginning), PhaseGate::kInvisible);
   EXPECT_EQ(phase_gate(Phase::kExpired), PhaseGate::kExpired);
-  for (Phase p : {Phase::kStage, Phase::kFrozen, Phase::kObserved, Phase::kFinished}) {
+  for (Phase p : {Phase::kStage, Phase::kFrozen, Phase::kObserved, Phase::kFinished, Phase::kRunning}) {
     EXPECT_EQ(phase_gate(p), PhaseGate::kLive) << to_string(p);
     EXPECT_TRUE(is_live(p));
   }

@@ -127,4 +127,30 @@ Result<TaskRequest> parse_task_request(std::string_view raw) {
   return req;
 }
 
+Result<SessionRequest> parse_task_session_request(std::string_view raw) {
+  auto t = parse_task_request(raw);
+  if (!t) return t.error();
+  SessionRequest r;
+  switch (t->op) {
+    case TaskOp::kBegin: r.op = SessionOp::kTaskBegin; break;
+    case TaskOp::kTurn: r.op = SessionOp::kTaskTurn; break;
+    case TaskOp::kAbort: r.op = SessionOp::kTaskAbort; break;
+    case TaskOp::kStatus: r.op = SessionOp::kTaskStatus; break;
+  }
+  r.display_id = t->display_id;
+  r.generation = std::move(t->generation);
+  r.app_id = std::move(t->app_id);
+  r.attempt_id = std::move(t->attempt_id);
+  r.task_mode = to_string(t->mode);
+  r.task_sha256 = std::move(t->task_sha256);
+  r.policy_adapter = std::move(t->policy.adapter);
+  r.policy_provider = std::move(t->policy.provider);
+  r.policy_model = std::move(t->policy.model);
+  r.prior_receipt_id = std::move(t->prior_receipt_id);
+  r.session_id = std::move(t->task_id);
+  r.sequence = t->sequence;
+  r.response = std::move(t->response);
+  return r;
+}
+
 }  // namespace evident::task

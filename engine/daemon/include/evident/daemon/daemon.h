@@ -1,7 +1,7 @@
 // The daemon: the control socket in front of one Engine, and its client.
 //
 // Wire format (docs/cli.md): one request per connection. The client connects to the Unix
-// stream socket, writes one JSON envelope {"op","args"} (≤ Engine::kMaxRequestBytes), shuts
+// stream socket, writes one JSON envelope {"op","args"} (≤ Engine::max_request_bytes(op)), shuts
 // down its write side; the daemon reads to EOF (bounded size, read deadline), answers with one
 // JSON object followed by "\n", and closes. The actor is taken from SO_PEERCRED only.
 // Connection model (docs/reliability.md): one event loop holds every connection and reads

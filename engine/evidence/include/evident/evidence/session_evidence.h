@@ -37,6 +37,11 @@ class SessionEvidence {
   Status record_end(const std::string& session_id, const std::string& attempt_id,
                     const std::string& job_sha256, const std::string& outcome,
                     std::int64_t ended_wall_ms);
+  // The same for an agent task: kind "task" with task_sha256 (a closed task is seal_closed's,
+  // which reads the kind from the receipt's schema).
+  Status record_task_end(const std::string& task_id, const std::string& attempt_id,
+                         const std::string& task_sha256, const std::string& outcome,
+                         std::int64_t ended_wall_ms);
 
  private:
   std::string state_dir_;

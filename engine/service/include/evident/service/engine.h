@@ -68,6 +68,8 @@ struct EngineOptions {
 //   app.list         {}
 //   cu.actions       {display_id,generation,request:{...docs/protocol.md §4 batch...}}
 //   session          {request:"<raw JSON text of one §5 request>"}  (parsed strictly by the session layer)
+//   task             {request:"<raw JSON text of one task request>"} (parsed strictly by the task layer;
+//                    the envelope may be up to kMaxEnvelopeBytes)
 //   browser.create|close|list|status|evaluate|navigate|element_box  (ops_browser.cpp, docs/browsers.md)
 //   ping             {}  -> {"ok":true,"version":"…","pid":P}
 // Errors: {"ok":false,"error":{"code","message","retryable"}}. Envelope errors: request-json,
@@ -93,7 +95,15 @@ class Engine {
   // Stops everything owned; idempotent. Called by the destructor and on daemon shutdown.
   void shutdown();
 
+  // The envelope bound of every op (256 KiB), but the `task` op's, which admits a 1 MiB provider
+  // response embedded as a JSON string (kMaxEnvelopeBytes, the largest of all: what a reader
+  // reads before it knows the op). One place: max_request_bytes(op).
   static constexpr std::size_t kMaxRequestBytes = protocol::kRequestMaxBytes;
+  static constexpr std::size_t kMaxEnvelopeBytes = protocol::kTaskEnvelopeMaxBytes;
+  static std::size_t max_request_bytes(std::string_view op);
+  // request-too-large when the envelope's `bytes` exceed its op's bound (an envelope that is not
+  // an object or names no op gets the 256 KiB bound).
+  static Status check_request_size(const Json& envelope, std::size_t bytes);
 
   // The displays and apps this engine owns (for in-process users: sessions, bindings, tests).
   DisplayManager& displays();

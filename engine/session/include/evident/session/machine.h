@@ -40,7 +40,8 @@ std::string allowed_phase_names(const SessionOpRow& row);
 // no default, so a new phase does not compile (-Wswitch) until it is given its gate.
 enum class PhaseGate {
   kInvisible,  // not yet visible: session-not-found (begin is still setting it up)
-  kExpired,    // session-expired, for every op, status too
+  kExpired,    // session-expired for every session op, status too; task.status answers (a task
+               // snapshot reports phase expired), every other task op gets task-deadline
   kEnded,      // ended: read-only ops answer; any other op is session-phase ("has ended")
   kLive,       // the op's row decides
 };
@@ -50,7 +51,8 @@ constexpr PhaseGate phase_gate(Phase p) {
     case Phase::kStage:
     case Phase::kFrozen:
     case Phase::kObserved:
-    case Phase::kFinished: return PhaseGate::kLive;
+    case Phase::kFinished:
+    case Phase::kRunning: return PhaseGate::kLive;
     case Phase::kClosed:
     case Phase::kAborted:
     case Phase::kFailed: return PhaseGate::kEnded;
@@ -63,7 +65,7 @@ constexpr PhaseGate phase_gate(Phase p) {
 enum class Verdict {
   kNotAddressed,  // the op names no session (begin): its handler decides
   kNotFound,      // session-not-found
-  kExpired,       // session-expired
+  kExpired,       // session-expired (task ops: task-deadline)
   kRead,          // a read-only op (no sequence): its handler answers under the manager's lock
   kEnded,         // session-phase: the session has ended
   kWrongPhase,    // session-phase: the op needs another phase (after the busy and sequence checks)
@@ -75,7 +77,8 @@ constexpr Verdict verdict(SessionOp op, Phase p) {
   if (row.allowed_phases == 0) return Verdict::kNotAddressed;
   switch (phase_gate(p)) {
     case PhaseGate::kInvisible: return Verdict::kNotFound;
-    case PhaseGate::kExpired: return Verdict::kExpired;
+    case PhaseGate::kExpired:
+      return !row.checks_sequence && allowed_in(row, p) ? Verdict::kRead : Verdict::kExpired;
     case PhaseGate::kEnded:
       return !row.checks_sequence && allowed_in(row, p) ? Verdict::kRead : Verdict::kEnded;
     case PhaseGate::kLive:

@@ -29,6 +29,7 @@
 #include "evident/session/backend.h"
 #include "evident/session/machine.h"
 #include "evident/session/request.h"
+#include "evident/session/task_lane.h"
 
 namespace evident {
 class SessionEvidence;
@@ -49,6 +50,22 @@ struct SessionOptions {
   // Signs receipts at close and appends every ending to the run log (docs/receipts.md §8–§9).
   // The engine always sets it; null (unit tests of the protocol alone) signs and logs nothing.
   std::shared_ptr<SessionEvidence> evidence;
+  // The agent task lane (engine/task, make_task_lane()): adapters, limits, running a turn.
+  // Null: task.begin is refused with task-adapter-unknown (unit tests of sessions alone).
+  std::shared_ptr<const TaskLane> task_lane;
+  std::size_t max_prior_receipts = protocol::kTaskPriorReceiptsMax;  // stage receipts kept for lineage
+};
+
+// A stage task receipt this engine issued, remembered for attest lineage (docs/agents.md).
+struct PriorReceipt {
+  std::string receipt_id;
+  std::string generation;
+  std::string app_id;
+  std::string attempt_id;
+  std::int64_t completed_wall_ms = 0;
+  std::string completed_at;  // the receipt's completed_at, as written
+  std::string transcript_sha256;
+  std::int64_t transcript_event_count = 0;
 };
 
 // Reads the test-only deadline overrides EVIDENT_SESSION_STAGE_TIMEOUT_MS and
@@ -67,6 +84,9 @@ class SessionManager {
   // Error ids: every session-* id of docs/sessions.md, display-generation-mismatch,
   // app-not-live, capture-*, receipt-*, fs-error.
   Json handle(const Json& actor, std::string_view raw_request);
+  // The same for a request another layer parsed (the task layer's parse_task_session_request:
+  // task.* ops). Thread-safe; never throws. Task error ids: docs/agents.md "The lane".
+  Json handle(const Json& actor, const SessionRequest& request);
 
   // Expires every live session whose deadline has passed (cleanup runs, the display is
   // released) and drops ended records past their retention. Returns how many expired.
@@ -135,8 +155,25 @@ class SessionManager {
   std::optional<Error> admit_finish(Call& c);
   Json run_finish(Call& c);
   Json run_close(Call& c);
-  Json run_abort(Call& c);
+  Json run_abort(Call& c);  // session abort and task.abort
+  // close's work after cleanup's start: cleanup, receipt.json, the private commitments record,
+  // the signature and run-log entry. nullopt when closed and sealed (`sealed` = {"index",
+  // "tree_head"} or null without evidence); otherwise the error reply (the session has ended
+  // in `failed`).
+  std::optional<Json> close_and_seal(Record& r, Phase failed, Json* sealed);
   Json read_status(Call& c);
+  // The task ops (task_ops.cpp; docs/agents.md "The lane").
+  Json run_task_begin(Call& c);
+  Json run_task_turn(Call& c);
+  Json read_task_status(Call& c);
+  // The internal freeze -> observe -> finish -> close of a task whose final answer is valid.
+  Json finish_task(Call& c, const Json& result);
+  std::optional<Error> check_lineage_locked(const SessionRequest& req, std::int64_t start_wall,
+                                            PriorReceipt* out) const;
+  void remember_prior_locked(const PriorReceipt& p);
+  // begin and task.begin: the shared admission (uniqueness, live limit) and setup (lease,
+  // directories, the initial frame). `setup` fills the new record under mu_ before it exists.
+  Json begin_common(Call& c, const std::function<std::optional<Error>(Record&)>& setup);
 
   // How a run handler ends. advance(): the work succeeded; `apply` records its results, the
   // phase becomes row.next and a row that advances the sequence advances it (under mu_).
@@ -178,6 +215,7 @@ class SessionManager {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // request finished / deadline changed / stop
   std::map<std::string, std::shared_ptr<Record>> records_;
+  std::vector<PriorReceipt> priors_;  // oldest first, at most options_.max_prior_receipts
   bool stop_ = false;
   std::thread reaper_;
 };

@@ -17,8 +17,15 @@ inline constexpr std::size_t kMaxSessionRequestBytes = protocol::kSessionRequest
 inline constexpr std::size_t kMaxSessionBatchActions = protocol::kActionsPerBatchMax;
 inline constexpr std::int64_t kMaxSessionActions = protocol::kActionsPerSessionMax;
 
-enum class SessionOp { kBegin, kActions, kFreeze, kObserve, kFinish, kClose, kAbort, kStatus };
+// In the protocol file's op order: the session ops, then the task ops (docs/agents.md "The
+// lane"), which are ops of the same machine but reach it only through the task layer's parser
+// (engine/task, parse_task_session_request); parse_session_request refuses them.
+enum class SessionOp {
+  kBegin, kActions, kFreeze, kObserve, kFinish, kClose, kAbort, kStatus,
+  kTaskBegin, kTaskTurn, kTaskAbort, kTaskStatus,
+};
 const char* to_string(SessionOp op);
+constexpr bool is_task_op(SessionOp op) { return op >= SessionOp::kTaskBegin; }
 
 // The fields of one request; only those of its op are set.
 struct SessionRequest {
@@ -36,6 +43,13 @@ struct SessionRequest {
   std::string pre_observation_sha256;   // observe
   std::string observation_sha256;       // finish
   Json claims;                          // finish: an object, JCS form ≤ 16 KiB
+  // task.begin (display_id, generation, app_id, attempt_id above; session_id holds task_id)
+  std::string task_mode;                // "stage" | "attest"
+  std::string task_sha256;
+  std::string policy_adapter, policy_provider, policy_model;
+  std::string prior_receipt_id;         // attest only
+  // task.turn
+  Json response;                        // the provider's response object, as received
 };
 
 // Parses and shape-checks one raw request. Errors:

@@ -9,6 +9,7 @@
 #include "evident/agents/adapter.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 #include "evident/session/request.h"
 
 namespace evident::task {
@@ -29,10 +30,11 @@ struct TaskLimits {
   Json to_json() const;
 };
 
-inline constexpr int kStageMaxTurns = 12;
-inline constexpr std::int64_t kStageDeadlineMs = 180'000;
-inline constexpr int kAttestMaxTurns = 2;
-inline constexpr std::int64_t kAttestDeadlineMs = 45'000;
+// The limits of protocol/evident.json (one place), under the names this module uses.
+inline constexpr int kStageMaxTurns = static_cast<int>(protocol::kTaskStageMaxTurns);
+inline constexpr std::int64_t kStageDeadlineMs = protocol::kTaskStageTimeoutMs;
+inline constexpr int kAttestMaxTurns = static_cast<int>(protocol::kTaskAttestMaxTurns);
+inline constexpr std::int64_t kAttestDeadlineMs = protocol::kTaskAttestTimeoutMs;
 // A task is a session: the same 64 actions in all (docs/sessions.md, docs/agents.md).
 inline constexpr std::size_t kMaxActionsPerTask = static_cast<std::size_t>(kMaxSessionActions);
 

@@ -11,11 +11,16 @@
 #include "evident/task/budget.h"
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
+#include "evident/session/request.h"
 
 namespace evident::task {
 
 // A task.turn carries the provider's response (≤ 1 MiB serialized) plus a few small fields.
-inline constexpr std::size_t kMaxTaskRequestBytes = agents::kMaxResponseBytes + 4096;
+inline constexpr std::size_t kMaxTaskRequestBytes = protocol::kTaskRequestMaxBytes;
+static_assert(agents::kMaxResponseBytes == protocol::kTaskResponseMaxBytes,
+              "the adapters' response bound is the protocol's task_response_max_bytes");
+static_assert(kMaxTaskRequestBytes == agents::kMaxResponseBytes + 4096);
 inline constexpr std::size_t kMaxPolicyFieldBytes = 256;
 
 enum class TaskOp { kBegin, kTurn, kAbort, kStatus };
@@ -57,5 +62,9 @@ struct TaskRequest {
 //                           attest task.
 // Field values are never echoed in messages.
 Result<TaskRequest> parse_task_request(std::string_view raw);
+
+// The same request as the session state machine's SessionRequest (op task.*; task_id in
+// session_id), for SessionManager::handle. Errors: those of parse_task_request.
+Result<SessionRequest> parse_task_session_request(std::string_view raw);
 
 }  // namespace evident::task
