@@ -9,6 +9,7 @@ started is stopped on every exit path. Waits are on conditions with deadlines, n
 usage: /usr/bin/python3 bench/bench.py [--quick] [--out PATH] [--build DIR] [--only ROW,...]
 """
 import argparse
+import base64
 import contextlib
 import ctypes
 import hashlib
@@ -1577,9 +1578,67 @@ def evident_memory(h, ev, count=8):
                       "RSS %d KiB (idle %s KiB)" % (live, count, rss, rss_idle)}}
 
 
+# --- agent turn ---------------------------------------------------------------------------------
+
+DEMO_SCREENSHOT_DELAY_S = 2.0  # computer-use-demo tools/computer.py: _screenshot_delay
+
+
+def demo_turn_loop(h, srv, log, x, y, runs):
+    """The Anthropic computer-use demo's per-action loop for a left_click at (x, y), with its own
+    commands (anthropic-quickstarts computer-use-demo, tools/computer.py, computer_20250124):
+    `xdotool mousemove --sync X Y click 1` through a shell, its fixed 2 s sleep "to let things
+    settle", `scrot -p FILE`, `convert FILE -resize WxH! FILE` (its scaling step, run also when
+    the size does not change), then the file read and base64-encoded for the tool_result."""
+    samples, delivered = [], 0
+    for i in range(runs):
+        path = h.fresh_path("demo-shot-%d" % i, ".png")
+        before = log.count("button_clicked")
+        t0 = now_ns()
+        for cmd in ("xdotool mousemove --sync %d %d click 1" % (x, y),
+                    None,
+                    "scrot -p %s" % path,
+                    "convert %s -resize %dx%d! %s" % (path, TURN_W, TURN_H, path)):
+            if cmd is None:
+                time.sleep(DEMO_SCREENSHOT_DELAY_S)  # the peer's own fixed sleep, measured
+                continue
+            subprocess.run(cmd, shell=True, env=srv.env, capture_output=True, timeout=60)
+        with open(path, "rb") as f:
+            base64.b64encode(f.read())
+        samples.append(now_ns() - t0)
+        delivered += log.count("button_clicked") > before
+    return peer("anthropic_demo_loop", samples, delivered == runs,
+                "%d/%d clicks reached the fixture app (xdotool + 2 s sleep + scrot + convert + "
+                "base64, per action)" % (delivered, runs))
+
+
+TURN_W, TURN_H = 1280, 800
+
+
+def row_turn(h, ev, n):
+    peers = []
+    with xserver(h, width=TURN_W, height=TURN_H) as srv, \
+            fixture_app(h, srv, ev) as (log, ready):
+        peers.append(demo_turn_loop(h, srv, log, ready["x"] + 120, ready["y"] + 130, few(n, 10)))
+    doc, err = ev.inproc(h, "turn", n)
+    evr = evident_from_tool(doc, "evident in-process task.turn (anthropic-computer-20250124, one "
+                            "left_click, 1280x800, no settle): response in -> click -> fresh "
+                            "frame -> tool_result out") if doc is not None \
+        else unavailable("in-process task lane: %s" % err)
+    return make_row(
+        "turn", "agent turn: provider response in -> actions run -> fresh frame -> tool results "
+        "out (1 click, 1280x800, no settle)",
+        "<= 15 ms median and >= 100x faster than the demo's per-action loop", peers, evr,
+        "anthropic_demo_loop",
+        lambda e, p: (p is not None and e["median_us"] <= 15000 and
+                      e["median_us"] * 100 <= p["median_us"],
+                      ratio_permille(e["median_us"], p and p["median_us"]),
+                      "needs <= 15 ms and ratio <= 0.01"))
+
+
 ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", row_type_ascii),
         ("type_unicode", row_type_unicode), ("screenshot", row_screenshot),
-        ("settle", row_settle), ("session", row_session), ("verify_cli", row_verify_cli),
+        ("settle", row_settle), ("session", row_session), ("turn", row_turn),
+        ("verify_cli", row_verify_cli),
         ("verify_inprocess", row_verify_inprocess), ("report_cli", row_report_cli),
         ("report_render", row_report_render), ("daemon_memory", row_memory)]
 
@@ -1594,7 +1653,8 @@ RATIO_JUDGED = {"display_create"}  # ordered by ratio to the peer; the others by
 
 RUNS = {  # (full, quick)
     "display_create": (20, 2), "click": (200, 5), "type_ascii": (30, 2), "type_unicode": (20, 2),
-    "screenshot": (20, 2), "settle": (15, 2), "session": (9, 1), "verify_cli": (50, 3),
+    "screenshot": (20, 2), "settle": (15, 2), "session": (9, 1), "turn": (33, 2),
+    "verify_cli": (50, 3),
     "verify_inprocess": (1, 1), "report_cli": (20, 2), "report_render": (5, 1),
     "daemon_memory": (1, 1),
 }

@@ -4,7 +4,7 @@ Python package over `evident._core`), run by bench.py as a child process with PY
 
 Each mode times only the engine call and checks delivery itself (fixture-app event log for
 clicks, Tk/xterm read-back for typing), then prints one JSON object.
-usage: evident_py.py --mode display|warm|click|type --runs N --tmp DIR [--text T] [--receiver tk|xterm]
+usage: evident_py.py --mode display|warm|click|type|turn --runs N --tmp DIR [--text T] [--receiver tk|xterm]
 """
 import argparse
 import json
@@ -154,9 +154,101 @@ def mode_type(engine, args):
                 exact, args.runs, args.receiver, (" (got e.g. %r)" % wrong) if wrong else "")}}
 
 
+TURN_W, TURN_H = 1280, 800
+TURNS_PER_TASK = 11  # a stage task has 12 turns; the 12th is the final answer
+
+
+def mode_turn(engine, args):
+    """Agent turns through the task lane (docs/agents.md): each sample is one task.turn call
+    carrying an Anthropic computer_20250124 response with one left_click, timed from the response
+    going in to the provider-native tool_result (with the fresh frame as base64 PNG) coming out.
+    Tasks of 11 click turns each, ended by a valid final answer (so every task ends in a receipt).
+    Checked: every click reached the fixture app, every turn answered its call with an image whose
+    bytes hash to the turn's frame digest."""
+    import base64
+    import hashlib
+    d = engine.create_display(width=TURN_W, height=TURN_H)
+    samples, ok_turns, problems, receipts = [], 0, [], 0
+    try:
+        log_path = os.path.join(args.tmp, "fixture-turn.jsonl")
+        app = d.launch([fixture_exe(args), "--events", log_path, "--x", "100", "--y", "100"],
+                       wait_window_ms=10000)
+        log = bench.EventLog(log_path)
+        ready = bench.wait_until(lambda: next((e for e in log.poll() if e["type"] == "ready"),
+                                              None), 15, "fixture ready")
+        bx, by = ready["x"] + 120, ready["y"] + 130
+        task_sha = hashlib.sha256(b"evident-bench turn").hexdigest()
+
+        def task(request):
+            return engine.request("task", {"request": json.dumps(request)})
+
+        tasks = max(1, -(-args.runs // TURNS_PER_TASK))
+        left = args.runs
+        for t in range(tasks):
+            b = task({"op": "begin", "mode": "stage", "display_id": d.id,
+                      "generation": d.generation, "app_id": app.id,
+                      "attempt_id": "bench-turn-%d-%s" % (t, os.urandom(4).hex()),
+                      "task_sha256": task_sha,
+                      "policy": {"adapter": "anthropic-computer-20250124", "provider": "bench",
+                                 "model": "none"}})
+            if not b.get("ok"):
+                problems.append("begin: %s" % b.get("error", {}).get("code"))
+                break
+            tid, seq = b["task_id"], b["sequence"]
+            for i in range(min(TURNS_PER_TASK, left)):
+                response = {"id": "msg_bench", "type": "message", "role": "assistant",
+                            "content": [{"type": "tool_use", "id": "toolu_%d_%d" % (t, i),
+                                         "name": "computer",
+                                         "input": {"action": "left_click",
+                                                   "coordinate": [bx, by]}}],
+                            "stop_reason": "tool_use"}
+                text = json.dumps({"op": "turn", "task_id": tid, "sequence": seq,
+                                   "response": response})
+                t0 = time.perf_counter_ns()
+                r = engine.request("task", {"request": text})
+                samples.append(time.perf_counter_ns() - t0)
+                left -= 1
+                if not r.get("ok"):
+                    problems.append("turn: %s" % r.get("error", {}).get("code"))
+                    break
+                seq = r["sequence"]
+                try:
+                    part = r["tool_results"]["content"][0]
+                    image = next(c for c in part["content"] if c["type"] == "image")
+                    png = base64.b64decode(image["source"]["data"])
+                    if hashlib.sha256(png).hexdigest() == r["frame"]["sha256"] and \
+                            part["tool_use_id"] == "toolu_%d_%d" % (t, i):
+                        ok_turns += 1
+                    else:
+                        problems.append("turn %d: the tool result's image is not the frame" % i)
+                except (KeyError, IndexError, StopIteration, TypeError, ValueError) as e:
+                    problems.append("turn %d: unexpected tool_results (%s)" % (i, e))
+            f = task({"op": "turn", "task_id": tid, "sequence": seq, "response": {
+                "id": "msg_bench_end", "type": "message", "role": "assistant",
+                "content": [{"type": "text", "text": '{"clicked": true}'}],
+                "stop_reason": "end_turn"}})
+            receipts += 1 if f.get("ok") and f.get("receipt") else 0
+        want = len(samples)
+        try:
+            bench.wait_until(lambda: log.count("button_clicked") >= want, 5, "clicks")
+        except bench.BenchError:
+            pass
+        got = log.count("button_clicked")
+        app.stop()
+    finally:
+        d.destroy()
+    ok = not problems and got == len(samples) and ok_turns == len(samples) and receipts == tasks
+    return {"median_us": bench.median_us(samples) if samples else None, "runs": len(samples),
+            "samples_us": [x // 1000 for x in samples],
+            "check": {"ok": ok, "detail": "%d/%d clicks reached the fixture app; %d/%d tool "
+                      "results carried the turn's frame; %d/%d tasks ended in a receipt%s" % (
+                          got, len(samples), ok_turns, len(samples), receipts, tasks,
+                          ("; " + "; ".join(problems[:3])) if problems else "")}}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=("display", "warm", "click", "type"))
+    ap.add_argument("--mode", required=True, choices=("display", "warm", "click", "type", "turn"))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tmp", required=True)
     ap.add_argument("--text", default="")
@@ -168,7 +260,7 @@ def main():
     warm = [(bench.W, bench.H)] if args.mode == "warm" else None
     with evident.Engine(state_dir=state, warm=warm) as engine:
         out = {"display": mode_display, "warm": mode_warm, "click": mode_click,
-               "type": mode_type}[args.mode](engine, args)
+               "type": mode_type, "turn": mode_turn}[args.mode](engine, args)
     out["ok"] = True
     print(json.dumps(out))
 

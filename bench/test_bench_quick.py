@@ -27,7 +27,7 @@ def _bench_module():
     spec.loader.exec_module(mod)
     return mod
 ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot", "settle",
-           "session", "verify_cli", "verify_inprocess", "report_cli", "report_render",
+           "session", "turn", "verify_cli", "verify_inprocess", "report_cli", "report_render",
            "daemon_memory"]
 
 
