@@ -348,7 +348,7 @@ class Evident:
     def find(self, name):
         for d in self.build_dirs:
             for sub in ("engine/cli", "engine/actions", "engine/input", "engine/capture",
-                        "engine/session", "engine/receipts", "engine/display", "engine/service",
+                        "engine/session", "engine/receipts", "engine/evidence", "engine/display", "engine/service",
                         "engine/daemon", "bench", "fixtures/app", "."):
                 p = os.path.join(d, sub, name)
                 if os.path.isfile(p) and os.access(p, os.X_OK):
@@ -1474,6 +1474,64 @@ def row_verify_inprocess(h, ev, n):
                     lambda e, p: (e["receipts_per_second"] >= 2000, None, "needs >= 2000/s"))
 
 
+# --- rows: signed evidence (docs/receipts.md §8-§9): sign at close, signed verify, log append -----
+
+def evidence_tool_run(ev, h, part, n):
+    """Runs evident-bench-evidence --only PART; (doc, None) or (None, reason)."""
+    tool = ev.find("evident-bench-evidence")
+    if not tool:
+        return None, "evident-bench-evidence not built"
+    argv = [tool, "--only", part, "--receipt", GOLDEN64]
+    if part == "append":
+        argv += ["--entries", "1000000" if n > 1 else "10000"]
+    return ev.run_json(argv, h.env, timeout=300)
+
+
+def row_sign_close(h, ev, n):
+    doc, err = evidence_tool_run(ev, h, "sign", n)
+    evr = unavailable("evident-bench-evidence: %s" % err) if doc is None else {
+        "available": True, "name": "evident-bench-evidence --only sign (in-process)",
+        "median_us": doc["sign_us"], "envelope_write_us": doc["envelope_write_us"], "tool": doc,
+        "check": {"ok": doc.get("ok") is True,
+                  "detail": "in-toto statement + JCS + Ed25519 over the DSSE PAE of the 64-action "
+                            "golden; the fsync'ed receipt.dsse.json write %d us" %
+                            doc["envelope_write_us"]}}
+    return make_row("sign_close", "sign at close: statement + DSSE envelope of a 64-action receipt",
+                    "<= 0.5 ms", [], evr, None,
+                    lambda e, p: (e["median_us"] <= 500, None, "needs <= 0.5 ms"))
+
+
+def row_verify_signed(h, ev, n):
+    doc, err = evidence_tool_run(ev, h, "verify", n)
+    evr = unavailable("evident-bench-evidence: %s" % err) if doc is None else {
+        "available": True, "name": "evident-bench-evidence --only verify (in-process)",
+        "median_us": doc["verify_us"], "receipts_per_second": doc["verify_per_second"],
+        "throughput_per_second": doc["verify_throughput_per_second"],
+        "envelope_verify_us": doc["envelope_verify_us"], "tool": doc,
+        "check": {"ok": doc.get("ok") is True,
+                  "detail": "read + strict parse + every receipt check + signature, statement, "
+                            "subjects and log inclusion proof, authenticated every time"}}
+    return make_row("verify_signed", "in-process verification with signature and log proof "
+                    "(64 actions)", ">= 2000 receipts/s", [], evr, None,
+                    lambda e, p: (e["receipts_per_second"] >= 2000, None, "needs >= 2000/s"))
+
+
+def row_log_append(h, ev, n):
+    doc, err = evidence_tool_run(ev, h, "append", n)
+    evr = unavailable("evident-bench-evidence: %s" % err) if doc is None else {
+        "available": True, "name": "RunLog::append on a synthetic log of %d entries" %
+        doc["log_entries"],
+        "median_us": doc["append_nosync_us"], "durable_us": doc["append_us"],
+        "log_entries": doc["log_entries"], "tool": doc,
+        "check": {"ok": doc.get("ok") is True and doc.get("log_verify_ok") is True,
+                  "detail": "%d entries, every append ok, the whole log verifies after; with "
+                            "fdatasync (durable, this disk) %d us" %
+                            (doc["log_entries"], doc["append_us"])}}
+    return make_row("log_append", "run-log append at 10^6 entries (O(log n): compact range, "
+                    "signed tree head)", "<= 1 ms (fsync cost reported beside it)", [], evr, None,
+                    lambda e, p: (e["median_us"] <= 1000, None, "needs <= 1 ms"))
+
+
 # --- rows: evident report of the 64-action golden, and its page in headless Chromium -------------
 
 def report_rows_in(path):
@@ -1639,7 +1697,9 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
         ("type_unicode", row_type_unicode), ("screenshot", row_screenshot),
         ("settle", row_settle), ("session", row_session), ("turn", row_turn),
         ("verify_cli", row_verify_cli),
-        ("verify_inprocess", row_verify_inprocess), ("report_cli", row_report_cli),
+        ("verify_inprocess", row_verify_inprocess), ("sign_close", row_sign_close),
+        ("verify_signed", row_verify_signed), ("log_append", row_log_append),
+        ("report_cli", row_report_cli),
         ("report_render", row_report_render), ("daemon_memory", row_memory)]
 
 # Rounds (full runs only): each row runs ROUNDS times with its samples split between the rounds,
@@ -1648,14 +1708,15 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
 # are run. The verdict is the median round's (ordered by the quantity the target bounds); the
 # JSON keeps every round and the spread. Rows that measure no time (memory) run once.
 ROUNDS, EXTRA_ROUNDS = 3, 2
-SINGLE_ROUND = {"daemon_memory"}
+SINGLE_ROUND = {"daemon_memory", "log_append"}  # log_append: one 10^6 synthesis, 100+100 appends
 RATIO_JUDGED = {"display_create"}  # ordered by ratio to the peer; the others by evident's median
 
 RUNS = {  # (full, quick)
     "display_create": (20, 2), "click": (200, 5), "type_ascii": (30, 2), "type_unicode": (20, 2),
     "screenshot": (20, 2), "settle": (15, 2), "session": (9, 1), "turn": (33, 2),
     "verify_cli": (50, 3),
-    "verify_inprocess": (1, 1), "report_cli": (20, 2), "report_render": (5, 1),
+    "verify_inprocess": (1, 1), "sign_close": (1, 1), "verify_signed": (1, 1),
+    "log_append": (1, 1), "report_cli": (20, 2), "report_render": (5, 1),
     "daemon_memory": (1, 1),
 }
 
@@ -1675,7 +1736,7 @@ def evident_cell(r):
         return "not available"
     if r["id"] == "daemon_memory":
         return "%.1f MB RSS" % (ev["rss_kib"] / 1024.0)
-    if r["id"] == "verify_inprocess":
+    if r["id"] in ("verify_inprocess", "verify_signed"):
         return "%s receipts/s (%s)" % (ev["receipts_per_second"], fmt_us(ev.get("median_us")))
     return fmt_us(ev.get("median_us"))
 

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # What bench.py runs on evident's side (it finds them with Evident.find, as here).
 TOOLS = ["evident", "evident-bench-input", "evident-bench-capture", "evident-bench-session",
-         "evident-bench-verify", "evident-fixture-app"]
+         "evident-bench-verify", "evident-bench-evidence", "evident-fixture-app"]
 
 
 def _bench_module():
@@ -27,7 +27,8 @@ def _bench_module():
     spec.loader.exec_module(mod)
     return mod
 ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot", "settle",
-           "session", "turn", "verify_cli", "verify_inprocess", "report_cli", "report_render",
+           "session", "turn", "verify_cli", "verify_inprocess", "sign_close", "verify_signed",
+           "log_append", "report_cli", "report_render",
            "daemon_memory"]
 
 
