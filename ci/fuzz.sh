@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${EVIDENT_FUZZ_BUILD:-build-fuzz}"
 TARGETS=(json_fuzz session_request_fuzz actions_fuzz task_request_fuzz agents_fuzz receipt_verify_fuzz
-         png_decode_fuzz)
+         png_decode_fuzz envelope_fuzz dsse_fuzz runlog_fuzz disclosure_fuzz)
 
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage

@@ -185,6 +185,168 @@ for case in CASES:
 for p in sorted(set(pngs), key=len)[:8]:
     add("png_decode_fuzz", p)
 
+# --- the request envelope (Engine::call: docs/protocol.md), every op with plausible args
+GEN = begin["generation"]
+APP = begin["app_id"]
+for env in [{"op": "ping"}, {"op": "ping", "args": {}}, {"op": "display.list", "args": {}},
+            {"op": "display.status", "args": {"display_id": 0, "generation": GEN}},
+            {"op": "display.destroy", "args": {"display_id": 3, "generation": GEN}},
+            {"op": "display.env", "args": {"display_id": 0, "generation": GEN}},
+            {"op": "display.screenshot", "args": {"display_id": 0, "generation": GEN, "out": "/tmp/x.png"}},
+            {"op": "app.launch", "args": {"display_id": 0, "generation": GEN, "argv": ["xterm"], "wait_window_ms": 100}},
+            {"op": "app.stop", "args": {"app_id": APP}}, {"op": "app.list"},
+            {"op": "cu.actions", "args": {"display_id": 0, "generation": GEN,
+                                          "request": {"actions": [{"type": "click", "x": 1, "y": 2}]}}},
+            {"op": "session", "args": {"request": compact(begin)}},
+            {"op": "session", "args": {"request": compact({"op": "status", "session_id": SES})}},
+            {"op": "task", "args": {"request": compact({"op": "status", "task_id": "tsk-" + "1" * 32})}},
+            {"op": "window.list", "args": {"display_id": 0, "generation": GEN}},
+            {"op": "window.wait", "args": {"display_id": 0, "generation": GEN, "title": "x", "timeout_ms": 10}},
+            {"op": "wait.stable", "args": {"display_id": 0, "generation": GEN, "quiet_ms": 10, "timeout_ms": 20}},
+            {"op": "browser.list"}, {"op": "browser.status", "args": {"browser_id": "brw-" + "2" * 32}},
+            {"op": "nope"}, {"op": "ping", "args": {"a" * 63 + "\u00e9": 1}}]:
+    add("envelope_fuzz", compact(env))
+add("envelope_fuzz", '{"op":"ping","op":"ping"}')
+add("envelope_fuzz", '[]')
+
+# --- DSSE envelopes, disclosures, commitments records and run logs about one v3 golden receipt,
+# signed with the fuzz-only test key (engine/fuzz/keys/) by the openssl command
+sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "evident"))
+import verify as pyverify  # noqa: E402  (the independent Python verifier: JCS and H(domain, v))
+import base64  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+KEY = os.path.join(ROOT, "engine", "fuzz", "keys", "fuzz-signing.key")
+
+
+def ed25519_sign(message):
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(message)
+        f.flush()
+        return subprocess.run(["openssl", "pkeyutl", "-sign", "-rawin", "-inkey", KEY, "-in", f.name],
+                              capture_output=True, check=True).stdout
+
+
+def leaf_hash(line):
+    return hashlib.sha256(b"\x00" + line).digest()
+
+
+def node_hash(a, b):
+    return hashlib.sha256(b"\x01" + a + b).digest()
+
+
+def tree_head(size, root, timestamp):
+    unsigned = {"tree_size": size, "root_hash": root.hex(), "timestamp": timestamp}
+    digest = bytes.fromhex(pyverify.domain_digest("evident/tree-head/v1", unsigned))
+    spki = subprocess.run(["openssl", "pkey", "-in", KEY, "-pubout", "-outform", "DER"],
+                          capture_output=True, check=True).stdout
+    head = dict(unsigned)
+    head["key_id"] = "ed25519:" + hashlib.sha256(spki).hexdigest()
+    head["signature"] = base64.b64encode(ed25519_sign(digest)).decode()
+    return head
+
+
+def compact_range(leaves):
+    nodes = []
+    for i, h in enumerate(leaves):
+        s = i
+        while s & 1:
+            h = node_hash(nodes.pop(), h)
+            s >>= 1
+        nodes.append(h)
+    return nodes
+
+
+def root_of(nodes):
+    if not nodes:
+        return hashlib.sha256(b"").digest()
+    r = nodes[-1]
+    for n in reversed(nodes[:-1]):
+        r = node_hash(n, r)
+    return r
+
+
+V3 = os.path.join(GOLDEN, "v3-three-actions")
+v3_bytes = read(os.path.join(V3, "receipt.json"))
+v3 = json.loads(v3_bytes)
+v3_input = json.load(open(os.path.join(V3, "input.json")))
+ENDED = "2026-12-02T10:00:00.000Z"
+entry = {"kind": "session", "id": v3["session_id"], "attempt_id": v3["binding"]["attempt_id"],
+         "job_sha256": v3["binding"]["job_sha256"], "outcome": "closed", "receipt_id": v3["receipt_id"],
+         "ended_at": ENDED}
+others = [{"kind": "session", "id": "ses-" + "%032x" % i, "attempt_id": "a%d" % i, "job_sha256": H,
+           "outcome": ["failed", "aborted", "expired"][i % 3], "receipt_id": None, "ended_at": ENDED}
+          for i in range(1, 5)]
+log_entries = [pyverify.jcs(e) for e in others[:2] + [entry] + others[2:]]
+leaves = [leaf_hash(line) for line in log_entries]
+index = 2
+
+# DSSE: the statement as the engine writes it (docs/receipts.md §8), the log proof for index 2 of 5.
+frames = sorted({e["frame_sha256"] for e in v3["transcript"] if "frame_sha256" in e} |
+                ({v3["observation"]["sha256"]} if "sha256" in v3.get("observation", {}) else set()))
+proof = [leaves[3].hex(), node_hash(leaves[0], leaves[1]).hex(), leaves[4].hex()]
+head5 = tree_head(5, root_of(compact_range(leaves)), ENDED)
+statement = {"_type": "https://in-toto.io/Statement/v1",
+             "subject": [{"name": "receipt.json", "digest": {"sha256": hashlib.sha256(v3_bytes).hexdigest()}}] +
+                        [{"name": h + ".png", "digest": {"sha256": h}} for h in frames],
+             "predicateType": "urn:evident:session-receipt:v3",
+             "predicate": {"receipt_id": v3["receipt_id"],
+                           "log": {"index": index, "tree_head": head5, "entry": entry, "inclusion_proof": proof}}}
+payload = pyverify.jcs(statement)
+ptype = b"application/vnd.in-toto+json"
+pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype, len(payload), payload)
+spki = subprocess.run(["openssl", "pkey", "-in", KEY, "-pubout", "-outform", "DER"], capture_output=True,
+                      check=True).stdout
+keyid = "ed25519:" + hashlib.sha256(spki).hexdigest()
+envelope = {"payload": base64.b64encode(payload).decode(), "payloadType": ptype.decode(),
+            "signatures": [{"keyid": keyid, "sig": base64.b64encode(ed25519_sign(pae)).decode()}]}
+add("dsse_fuzz", pyverify.jcs(envelope) + b"\n")
+add("dsse_fuzz", pyverify.jcs(dict(envelope, signatures=envelope["signatures"] * 2)))
+add("dsse_fuzz", pyverify.jcs(dict(envelope, payloadType="text/plain")))
+add("dsse_fuzz", '{"payload":"","payloadType":"","signatures":[]}')
+
+# Run logs: 0, 1, 3 and 5 entries (each head signed for its size); one with a crashed append's
+# extra bytes beyond what state.json counts.
+def log_seed(n, extra=b""):
+    lines = log_entries[:n]
+    state = b""
+    if n > 0:
+        nodes = compact_range(leaves[:n])
+        state = compact_json({"tree_size": n, "entries_bytes": sum(len(x) + 1 for x in lines),
+                              "compact": [h.hex() for h in nodes],
+                              "head": tree_head(n, root_of(nodes), ENDED)}) + b"\n"
+    ent = b"".join(x + b"\n" for x in lines) + extra
+    return struct.pack(">HH", len(state), len(ent)) + state + ent + b"".join(leaves[:n]) + extra[:32]
+
+
+def compact_json(v):
+    return compact(v).encode()
+
+
+for n in (0, 1, 3, 5):
+    add("runlog_fuzz", log_seed(n))
+add("runlog_fuzz", log_seed(3, extra=log_entries[3][:20]))
+
+# Disclosures (byte 0 even) of the committed type and key actions, and the private record
+# (byte 0 odd) of the same session.
+actions = v3_input["actions"]
+committed = []
+for i, a in enumerate(actions):
+    if "salt" in a:
+        value = a["action"].get("text", a["action"].get("key"))
+        committed.append({"action_index": i, "action": a["action"]["type"], "salt": a["salt"], "value": value,
+                          "commitment": pyverify.domain_digest("evident/commitment/v1",
+                                                               {"salt": a["salt"], "value": value})})
+        add("disclosure_fuzz", b"\x00" + pyverify.jcs({"schema": "evident.disclosure/v1",
+                                                       "receipt_id": v3["receipt_id"], "action_index": i,
+                                                       "action": a["action"]["type"], "salt": a["salt"],
+                                                       "value": value}) + b"\n")
+record = {"schema": "evident.commitments/v1", "session_id": v3["session_id"], "receipt_id": v3["receipt_id"],
+          "actions": committed}
+add("disclosure_fuzz", b"\x01" + pyverify.jcs(record) + b"\n")
+add("disclosure_fuzz", b"\x01" + pyverify.jcs(dict(record, receipt_id="ecr-" + H)))
+
 
 def main():
     for target, items in sorted(corpora.items()):

@@ -309,10 +309,18 @@ namespace {
 
 // Reads the first `count` leaf hashes (one read; proofs at 10^6 leaves touch every one).
 Result<std::vector<Hash32>> read_leaves(const std::string& dir, std::uint64_t count) {
-  std::vector<Hash32> v(count);
+  std::vector<Hash32> v;
   if (count == 0) return v;
   Fd f(::open((dir + "/leaves.bin").c_str(), O_RDONLY | O_CLOEXEC));
   if (f.get() < 0) return log_fs_error("open leaves.bin", errno);
+  // state.json's count is checked against the file before anything is allocated for it: a
+  // damaged state.json must not make a reader allocate what the disk does not hold.
+  struct stat st {};
+  if (::fstat(f.get(), &st) != 0) return log_fs_error("stat leaves.bin", errno);
+  if (count > static_cast<std::uint64_t>(st.st_size) / 32) {
+    return make_error("log-corrupt", "run log: leaves.bin is shorter than the tree");
+  }
+  v.resize(count);
   std::size_t want = count * 32;
   std::size_t got = 0;
   auto* p = reinterpret_cast<char*>(v.data());
@@ -333,6 +341,11 @@ Result<std::vector<std::string>> read_lines(const std::string& dir, std::uint64_
   // Exactly the bytes state.json counts: a crashed append may have left more.
   Fd f(::open((dir + "/entries.jsonl").c_str(), O_RDONLY | O_CLOEXEC));
   if (f.get() < 0) return make_error("log-corrupt", "run log: entries.jsonl is unreadable");
+  struct stat st {};
+  if (::fstat(f.get(), &st) != 0) return log_fs_error("stat entries.jsonl", errno);
+  if (bytes_limit > static_cast<std::uint64_t>(st.st_size)) {
+    return make_error("log-corrupt", "run log: entries.jsonl is short");
+  }
   std::string text(static_cast<std::size_t>(bytes_limit), '\0');
   std::size_t got = 0;
   while (got < text.size()) {
