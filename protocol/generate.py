@@ -286,6 +286,10 @@ def gen_cxx(doc: Dict[str, Any]) -> str:
     w("// (Engine::call_inline; docs/python.md, \"The GIL and Ctrl-C\").")
     w("inline constexpr std::string_view kBoundedActionKinds[] = {"
       + ", ".join(cxx_str(k) for k, a in kinds if a["bounded"]) + "};")
+    w("// Settle outcomes (docs/protocol.md §4): what a settle wait reached; a session action event")
+    w("// with settle carries one of them (receipt v3, docs/receipts.md).")
+    w("inline constexpr std::string_view kSettleOutcomes[] = {"
+      + ", ".join(cxx_str(k) for k in doc["action_batch"]["settle_outcomes"]) + "};")
     w("// Envelope ops that may run on the caller's thread (the rest of their rule: Engine::call_inline).")
     w("inline constexpr std::string_view kInlineOps[] = {"
       + ", ".join(cxx_str(op) for op, o in doc["envelope"]["ops"].items() if o.get("inline")) + "};")
@@ -406,6 +410,8 @@ def gen_python(doc: Dict[str, Any]) -> str:
     w("COMMITTED_ACTION_KINDS: FrozenSet[str] = frozenset(")
     w("    k for k, a in ACTION_KINDS.items() if a.projection != \"as_sent\")")
     w("")
+    w("# settle outcomes (docs/protocol.md §4); a receipt v3 session action event may carry one")
+    w("SETTLE_OUTCOMES: Tuple[str, ...] = " + lit(tuple(doc["action_batch"]["settle_outcomes"])))
     w("ENVELOPE_OPS: Tuple[str, ...] = " + lit(tuple(doc["envelope"]["ops"])))
     w("")
     w("# session op -> phases it may run in (\"*\": any, also ended; empty: begin)")

@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "evident"))
 import verify as pyverify  # noqa: E402
 
 NAMES = ("zero-actions", "three-actions", "sixty-four-actions",
-         "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions")
+         "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
+         "v3-app-exit-settle", "v3-app-exit-observe")
 
 
 def main() -> int:

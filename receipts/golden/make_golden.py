@@ -15,7 +15,9 @@ With --v3 it writes only the receipt v3 goldens (receipts/golden/v3-*: engine.ho
 action's input_events, and salted commitments whose salts are in input.json) and
 receipts/vectors/commitments.json; the v2 goldens and digests.json are left as they are.
 
-Usage: /usr/bin/python3 receipts/golden/make_golden.py [--v3]
+With --v3-exit it writes only the two app_exit/settle goldens (receipts/golden/v3-app-exit-*).
+
+Usage: /usr/bin/python3 receipts/golden/make_golden.py [--v3 | --v3-exit]
 """
 from __future__ import annotations
 
@@ -113,11 +115,15 @@ def build(g: Golden, spec: dict) -> None:
     initial = g.frame(0)
     actions = []
     seed = 1
+    settles = spec.get("settle", {})  # action index -> settle outcome (v3 sessions)
     for a, status, has_input, new_frame in spec["actions"]:
         if new_frame:
             seed += 1
         actions.append({"action": a, "status": status, "input": has_input,
                         "frame_sha256": g.frame(seed)})
+        if len(actions) - 1 in settles:
+            assert v3 and settles[len(actions) - 1] in pyverify.SETTLE_OUTCOMES
+            actions[-1]["settle"] = settles[len(actions) - 1]
         if v3:
             n = input_events_of(a)
             assert (n > 0) == has_input, "input flag differs from input_events"
@@ -128,6 +134,13 @@ def build(g: Golden, spec: dict) -> None:
                 actions[-1]["salt"] = hashlib.sha256(
                     ("salt/%s/%d" % (g.name, len(actions) - 1)).encode()).hexdigest()
     freeze = actions[-1]["frame_sha256"] if actions else initial
+    app_exit = None
+    if spec.get("app_exit"):  # v3: the app's exit, recorded after every action
+        assert v3
+        seed += 1
+        app_exit = dict(spec["app_exit"], after_actions=len(actions), frame_sha256=g.frame(seed))
+        if not app_exit["after_freeze"]:
+            freeze = app_exit["frame_sha256"]
     obs_seed = seed + 1
     observation = g.frame(obs_seed)
     obs_bytes = g.frames[observation]
@@ -156,6 +169,8 @@ def build(g: Golden, spec: dict) -> None:
                         "width": g.width, "height": g.height},
         "claims": spec["claims"],
     }
+    if app_exit:
+        inp["app_exit"] = app_exit
 
     # Projections (secrets removed) and the claims digest.
     projections = [pyverify.project_action(a["action"]) for a in actions]
@@ -183,8 +198,19 @@ def build(g: Golden, spec: dict) -> None:
             events[-1]["input_events"] = a["input_events"]
             if i in commitments:
                 events[-1]["commitment"] = commitments[i]
+            if "settle" in a:
+                events[-1]["settle"] = a["settle"]
+
+    def exit_event():
+        return {"index": len(events), "kind": "app_exit", "exit_status": app_exit["exit_status"],
+                "frame_sha256": app_exit["frame_sha256"]}
+
+    if app_exit and not app_exit["after_freeze"]:
+        events.append(exit_event())
     events.append({"index": len(events), "kind": "freeze", "frame_sha256": freeze})
     stage = list(events)
+    if app_exit and app_exit["after_freeze"]:
+        events.append(exit_event())
     events.append({"index": len(events), "kind": "observation", "frame_sha256": observation,
                    "pre_observation_sha256": inp["pre_observation_sha256"]})
     events.append({"index": len(events), "kind": "claims", "claims_sha256": claims_sha,
@@ -250,6 +276,8 @@ def binding(seed: str, display_id: int) -> dict:
 def main() -> int:
     if "--v3" in sys.argv[1:]:
         return main_v3()
+    if "--v3-exit" in sys.argv[1:]:
+        return main_v3_exit()
     zero = Golden("zero-actions", 48, 32)
     build(zero, {
         "session_id": hexid("ses-", "zero"), "binding": binding("zero", 7),
@@ -373,6 +401,8 @@ def main_v3() -> int:
         "pre_observation_sha256": hexid("", "v3many-pre", 64),
         "claims": {"summary": "form submitted; confirmation visible"}})
 
+    main_v3_exit()
+
     # Commitment vectors: H("evident/commitment/v1", {"salt","value"}) by node + sha256sum.
     values = [
         {"salt": "00" * 32, "value": ""},
@@ -391,6 +421,34 @@ def main_v3() -> int:
     with open(os.path.join(ROOT, "receipts", "vectors", "commitments.json"), "w",
               encoding="utf-8") as f:
         f.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    return 0
+
+
+def main_v3_exit() -> int:
+    """The receipt v3 goldens of a session begun with app_exit "record" whose batches carried
+    settle: the exit before the freeze (v3-app-exit-settle) and after it (v3-app-exit-observe)."""
+    before = Golden("v3-app-exit-settle", 56, 36)
+    build(before, {
+        "v3": True, "session_id": hexid("ses-", "v3exit"), "binding": binding("v3exit", 21),
+        "actor": {"kind": "local_user", "uid": 1000}, "started_wall_ms": 1796083300456,
+        "stage_ms": 1320, "actions": [
+            ({"type": "click", "x": 12, "y": 30}, "injected", True, True),
+            ({"type": "key", "key": "Return"}, "injected", True, True),
+            ({"type": "wait", "ms": 20}, "ok", False, False),
+        ], "settle": {0: "settled", 1: "still_loading", 2: "fixed"},
+        "app_exit": {"after_freeze": False, "exit_status": 3},
+        "pre_observation_sha256": hexid("", "v3exit-pre", 64),
+        "claims": {"dialog": "closed", "answer": "OK"}})
+    after = Golden("v3-app-exit-observe", 40, 30)
+    build(after, {
+        "v3": True, "session_id": hexid("ses-", "v3exitobs"), "binding": binding("v3exitobs", 22),
+        "actor": {"kind": "in_process", "uid": 1000, "pid": 4321},
+        "started_wall_ms": 1796083301000, "stage_ms": 77, "actions": [
+            ({"type": "click", "x": 2, "y": 3}, "injected", True, True),
+        ], "settle": {0: "off"},
+        "app_exit": {"after_freeze": True, "exit_status": None},
+        "pre_observation_sha256": hexid("", "v3exitobs-pre", 64),
+        "claims": {"exited": True}})
     return 0
 
 

@@ -70,6 +70,9 @@ INPUT_ACTIONS = frozenset({"click", "double_click", "triple_click", "move_mouse"
                            "paste"})
 CONSTANT_PROJECTION_ACTIONS = frozenset({"type", "key", "paste", "screenshot"})
 COMMITTED_ACTIONS = frozenset({"type", "key", "paste", "hold_key"})
+# Receipt v3 session action events may carry the outcome of the settle wait before their frame
+# (checked equal to protocol/evident.json's settle_outcomes by test_receipt_v3.py).
+SETTLE_OUTCOMES = frozenset({"settled", "still_loading", "fixed", "off"})
 TOP_LEVEL_KEYS = frozenset({
     "schema", "session_id", "engine", "binding", "actor", "execution", "started_at", "frozen_at",
     "observed_at", "completed_at", "elapsed_ms", "action_count", "input_event_count",
@@ -83,6 +86,8 @@ EVENT_KEYS = {
     "freeze": frozenset({"index", "kind", "frame_sha256"}),
     "observation": frozenset({"index", "kind", "frame_sha256", "pre_observation_sha256"}),
     "claims": frozenset({"index", "kind", "claims_sha256", "frame_sha256"}),
+    # v3 only: the app's exit, recorded (a session begun with "app_exit":"record")
+    "app_exit": frozenset({"index", "kind", "exit_status", "frame_sha256"}),
 }
 UNAUTHENTICATED_NOTE = (
     "NOT AUTHENTICATED: no --key or --trusted-keys was given. The checks above show only that the "
@@ -341,17 +346,25 @@ def _event_problem(e: Any, pos: int, v3: bool) -> Optional[str]:
         return where + ".kind is missing"
     if not _int_min(e.get("index"), 0):
         return where + ".index is not an integer >= 0"
-    if kind not in EVENT_KEYS:
+    if kind not in EVENT_KEYS or (kind == "app_exit" and not v3):
         return where + ".kind is not a known event kind"
     keys = EVENT_KEYS[kind]
     if kind == "action" and v3:
         if not (isinstance(e.get("action"), str) and e["action"] in SESSION_ACTIONS):
             return where + ".action is not a session action type"
+        if "settle" in e:
+            if not (isinstance(e["settle"], str) and e["settle"] in SETTLE_OUTCOMES):
+                return where + ".settle is not a settle outcome"
+            keys = keys | {"settle"}
         keys = keys | {"input_events"}
         if e["action"] in COMMITTED_ACTIONS:
             keys = keys | {"commitment"}
     if not _exact_keys(e, keys):
         return where + " has wrong keys"
+    if kind == "app_exit":
+        x = e["exit_status"]
+        if not (x is None or (_int_min(x, 0) and x <= 255)):
+            return where + ".exit_status is not null or an integer 0..255"
     for k in ("frame_sha256", "projection_sha256", "pre_observation_sha256", "claims_sha256",
               "commitment"):
         if k in e and not _hex64(e[k]):
@@ -429,8 +442,8 @@ def _schema_problem(r: Any) -> Optional[str]:
         if not _int_min(r[k], 0):
             return k + " is not an integer >= 0"
     t = r["transcript"]
-    if not (isinstance(t, list) and 4 <= len(t) <= 68):
-        return "transcript is not an array of 4..68 events"
+    if not (isinstance(t, list) and 4 <= len(t) <= (69 if v3 else 68)):  # v3: one app_exit more
+        return "transcript is not an array of %s events" % ("4..69" if v3 else "4..68")
     for i, e in enumerate(t):
         p = _event_problem(e, i, v3)
         if p:
@@ -591,10 +604,19 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
             break
     if detail is None:
         kinds = [e["kind"] for e in t]
-        n = len(kinds)
+        # At most one app_exit, right before the freeze or the observation; the order is checked
+        # on the kinds without it.
+        exits = [i for i, k in enumerate(kinds) if k == "app_exit"]
+        order = [k for k in kinds if k != "app_exit"]
+        n = len(order)
         expected = ["initial_frame"] + ["action"] * (n - 4) + ["freeze", "observation", "claims"]
-        if kinds != expected:
+        if order != expected:
             detail = "kinds are not initial_frame, action*, freeze, observation, claims"
+        elif len(exits) > 1:
+            detail = "more than one app_exit event"
+        elif exits and not (exits[0] >= 1 and exits[0] + 1 < len(kinds)
+                            and kinds[exits[0] + 1] in ("freeze", "observation")):
+            detail = "app_exit is not right before the freeze or the observation"
     add("event_order", detail is None, detail or "%d events in order" % len(t))
 
     actions = [e for e in t if e["kind"] == "action"]

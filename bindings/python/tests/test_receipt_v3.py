@@ -22,7 +22,8 @@ from evident_bin import find_evident_bin
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 VERIFY_PY = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
 GOLDEN = os.path.join(ROOT, "receipts", "golden")
-V3_NAMES = ["v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions"]
+V3_NAMES = ["v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
+            "v3-app-exit-settle", "v3-app-exit-observe"]
 V2_NAMES = ["zero-actions", "three-actions", "sixty-four-actions", "real-tk-form"]
 
 
@@ -88,6 +89,7 @@ def test_protocol_tables_agree_with_the_standalone_verifier():
     assert V.INPUT_ACTIONS == _protocol.INPUT_ACTION_KINDS
     assert V.CONSTANT_PROJECTION_ACTIONS == _protocol.CONSTANT_PROJECTION_KINDS
     assert V.COMMITTED_ACTIONS == _protocol.COMMITTED_ACTION_KINDS
+    assert V.SETTLE_OUTCOMES == frozenset(_protocol.SETTLE_OUTCOMES)
 
 
 # ------------------------------------------------------------------------------ goldens
@@ -209,6 +211,83 @@ def mutations():
     ]
 
 
+def _move_event(r, kind, to):
+    """Moves the first `kind` event to position `to` and renumbers the transcript."""
+    t = r["transcript"]
+    e = t.pop(next(i for i, x in enumerate(t) if x["kind"] == kind))
+    t.insert(to, e)
+    for i, x in enumerate(t):
+        x["index"] = i
+
+
+def exit_mutations():
+    """(label, mutate(r), failing checks) on the app_exit + settle golden, every one re-sealed."""
+    def settle_unknown(r):
+        event_of(r, "click")["settle"] = "done"
+
+    def settle_changed(r):
+        event_of(r, "click")["settle"] = "off"
+
+    def settle_number(r):
+        event_of(r, "click")["settle"] = 300
+
+    def two_exits(r):
+        t = r["transcript"]
+        i = next(i for i, x in enumerate(t) if x["kind"] == "app_exit")
+        t.insert(i, dict(t[i]))
+        for j, x in enumerate(t):
+            x["index"] = j
+
+    def exit_event(r):
+        return next(x for x in r["transcript"] if x["kind"] == "app_exit")
+
+    def status_256(r):
+        exit_event(r)["exit_status"] = 256
+
+    def status_text(r):
+        exit_event(r)["exit_status"] = "3"
+
+    def status_null(r):
+        exit_event(r)["exit_status"] = None
+
+    def no_exit_frame(r):
+        del exit_event(r)["frame_sha256"]
+
+    def exit_extra_key(r):
+        exit_event(r)["signal"] = 9
+
+    def as_v2(r):
+        r["schema"] = "evident.session-receipt/v2"
+
+    return [
+        ("settle not an outcome", settle_unknown, ["schema"]),
+        ("settle a number", settle_number, ["schema"]),
+        ("settle changed", settle_changed, []),  # a forger can; only a signature stops it
+        ("two app_exit events", two_exits, ["event_order"]),
+        ("app_exit before an action", lambda r: _move_event(r, "app_exit", 2), ["event_order"]),
+        ("app_exit first", lambda r: _move_event(r, "app_exit", 0), ["event_order"]),
+        ("app_exit after the observation", lambda r: _move_event(r, "app_exit", 6),
+         ["event_order"]),
+        ("app_exit last", lambda r: _move_event(r, "app_exit", 7), ["event_order"]),
+        ("app_exit after the freeze", lambda r: _move_event(r, "app_exit", 5), []),
+        ("exit status 256", status_256, ["schema"]),
+        ("exit status a string", status_text, ["schema"]),
+        ("exit status unknown", status_null, []),
+        ("app_exit without frame", no_exit_frame, ["schema"]),
+        ("app_exit with an extra key", exit_extra_key, ["schema"]),
+        ("app_exit under v2", as_v2, ["schema"]),
+    ]
+
+
+@pytest.mark.parametrize("label,fn,want", exit_mutations(), ids=[x[0] for x in exit_mutations()])
+def test_app_exit_and_settle_checks_catch_resealed_mutations(label, fn, want):
+    _, _, r = golden("v3-app-exit-settle")
+    r = copy.deepcopy(r)
+    fn(r)
+    reseal(r)
+    assert failed(V.verify_receipt(r)) == want
+
+
 @pytest.mark.parametrize("label,fn,want", mutations(), ids=[x[0] for x in mutations()])
 def test_v3_recomputed_checks_catch_resealed_mutations(label, fn, want):
     _, _, r = golden("v3-sixty-four-actions")
@@ -224,11 +303,13 @@ def test_v3_json_schema_matches_the_schema_check():
         validator = jsonschema.Draft202012Validator(json.load(f))
     for name in V3_NAMES:
         validator.validate(golden(name)[2])
-    for label, fn, want in mutations():
-        _, _, r = golden("v3-sixty-four-actions")
-        r = copy.deepcopy(r)
-        fn(r)
-        assert validator.is_valid(r) == ("schema" not in want), label
+    for golden_name, cases in (("v3-sixty-four-actions", mutations()),
+                               ("v3-app-exit-settle", exit_mutations())):
+        for label, fn, want in cases:
+            _, _, r = golden(golden_name)
+            r = copy.deepcopy(r)
+            fn(r)
+            assert validator.is_valid(r) == ("schema" not in want), label
     with open(os.path.join(ROOT, "receipts", "schema", "session-receipt-v2.schema.json")) as f:
         v2 = jsonschema.Draft202012Validator(json.load(f))
     assert not v2.is_valid(golden("v3-three-actions")[2])
@@ -350,6 +431,13 @@ def test_both_verifiers_agree_on_v3_goldens_and_resealed_mutations(tmp_path):
         r = copy.deepcopy(r)
         fn(r)
         p = tmp_path / ("m%d.json" % i)
+        p.write_bytes(V.jcs(reseal(r)))
+        jobs.append((str(p), []))
+    for i, (label, fn, _) in enumerate(exit_mutations()):
+        _, _, r = golden("v3-app-exit-settle")
+        r = copy.deepcopy(r)
+        fn(r)
+        p = tmp_path / ("x%d.json" % i)
         p.write_bytes(V.jcs(reseal(r)))
         jobs.append((str(p), []))
     for path, extra in jobs:

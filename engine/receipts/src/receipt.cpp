@@ -61,6 +61,10 @@ Result<Json> action_event(const ActionRecord& a, std::size_t i, std::int64_t ind
              {"status", a.status},
              {"input", a.input},
              {"frame_sha256", a.frame_sha256}};
+  if (!a.settle.empty()) {
+    if (!v3) return make_error("receipt-invalid", "action " + std::to_string(i) + ": settle needs receipt v3");
+    event["settle"] = a.settle;
+  }
   if (v3) {
     event["input_events"] = a.input_events;
     if (action_has_commitment(a.type)) {
@@ -136,14 +140,31 @@ Result<Json> build_receipt(const ReceiptInput& in) {
   const bool v3 = in.schema_version == 3;
   Json transcript = Json::array();
   std::int64_t index = 0;
+  const AppExitRecord& exit = in.app_exit;
+  if (exit.present && (!v3 || exit.after_actions < 0 ||
+                       exit.after_actions > static_cast<std::int64_t>(in.actions.size()) ||
+                       (exit.after_freeze && exit.after_actions != static_cast<std::int64_t>(in.actions.size())))) {
+    return make_error("receipt-invalid", "app_exit: not after the actions it follows (or not v3)");
+  }
+  auto exit_event = [&](std::int64_t at) {
+    return Json{{"index", at},
+                {"kind", "app_exit"},
+                {"exit_status", exit.exit_status >= 0 ? Json(exit.exit_status) : Json(nullptr)},
+                {"frame_sha256", exit.frame_sha256}};
+  };
   transcript.push_back(frame_event(index++, "initial_frame", in.initial_frame_sha256));
   for (std::size_t i = 0; i < in.actions.size(); ++i) {
+    if (exit.present && !exit.after_freeze && exit.after_actions == static_cast<std::int64_t>(i)) {
+      return make_error("receipt-invalid", "app_exit: an action follows the app's exit");
+    }
     auto event = action_event(in.actions[i], i, index++, v3);
     if (!event.ok()) return event.error();
     transcript.push_back(std::move(*event));
   }
+  if (exit.present && !exit.after_freeze) transcript.push_back(exit_event(index++));
   transcript.push_back(frame_event(index++, "freeze", in.freeze_frame_sha256));
   std::size_t stage_events = transcript.size();
+  if (exit.present && exit.after_freeze) transcript.push_back(exit_event(index++));
   transcript.push_back(observation_event(index++, in.observation, in.pre_observation_sha256));
   transcript.push_back(Json{{"index", index++},
                             {"kind", "claims"},

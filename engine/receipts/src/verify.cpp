@@ -215,6 +215,19 @@ std::string action_event_problem(const Json& e, const std::string& where_s, bool
     return where + (set == ActionSet::kTask ? ".action is not a task action type"
                                             : ".action is not a session action type");
   }
+  // v3 session action events may carry the outcome of the settle wait before their frame
+  // (docs/receipts.md); it is checked here and the rest of the event as without it.
+  if (v3 && set == ActionSet::kSession && e.is_object() && e.contains("settle")) {
+    const Json& st = e["settle"];
+    bool known = false;
+    if (st.is_string()) {
+      for (std::string_view o : protocol::kSettleOutcomes) known = known || st.get_ref<const std::string&>() == o;
+    }
+    if (!known) return where + ".settle is not a settle outcome";
+    Json rest = e;
+    rest.erase("settle");
+    return action_event_problem(rest, where_s, v3, set);
+  }
   if (!v3) {
     if (!has_exact_keys(e, {"index", "kind", "action", "projection_sha256", "status", "input",
                             "frame_sha256"})) {
@@ -431,6 +444,15 @@ std::string event_schema_problem(const Json& e, std::size_t pos, bool v3) {
     return frame_event_problem(e, where(), {"frame_sha256", "pre_observation_sha256"});
   }
   if (kind == "claims") return frame_event_problem(e, where(), {"claims_sha256", "frame_sha256"});
+  if (kind == "app_exit" && v3) {  // docs/receipts.md: the app's exit, recorded (app_exit:"record")
+    if (!has_exact_keys(e, {"index", "kind", "exit_status", "frame_sha256"})) return where() + " has wrong keys";
+    const Json& x = e["exit_status"];
+    if (!x.is_null() && !(is_int_at_least(x, 0) && x.get<std::int64_t>() <= 255)) {
+      return where() + ".exit_status is not null or an integer 0..255";
+    }
+    if (!is_hex64(e["frame_sha256"])) return where() + ".frame_sha256 is not 64 lowercase hex";
+    return "";
+  }
   return where() + ".kind is not a known event kind";
 }
 
@@ -468,8 +490,9 @@ std::string schema_problem(const Json& r) {
     if (!is_int_at_least(r[k], 0)) return std::string(k) + " is not an integer >= 0";
   }
   const Json& t = r["transcript"];
-  if (!t.is_array() || t.size() < 4 || t.size() > kMaxSessionActions + 4) {
-    return "transcript is not an array of 4..68 events";
+  // v3 may add one app_exit event.
+  if (!t.is_array() || t.size() < 4 || t.size() > kMaxSessionActions + (v3 ? 5 : 4)) {
+    return v3 ? "transcript is not an array of 4..69 events" : "transcript is not an array of 4..68 events";
   }
   for (std::size_t i = 0; i < t.size(); ++i) {
     std::string p = event_schema_problem(t[i], i, v3);
@@ -598,11 +621,28 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
       }
     }
     if (detail.empty()) {
-      const std::size_t n = t.size();
-      bool ok = (kinds[0] == "initial_frame") && (kinds[n - 3] == "freeze") &&
-                (kinds[n - 2] == "observation") && (kinds[n - 1] == "claims");
-      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = (kinds[i] == "action");
+      // At most one app_exit (v3), right before the freeze or right before the observation
+      // (so no action follows it): the order is checked on the kinds without it.
+      std::vector<std::string_view> order;
+      order.reserve(kinds.size());
+      std::size_t exits = 0;
+      bool exit_placed = true;
+      for (std::size_t i = 0; i < kinds.size(); ++i) {
+        if (kinds[i] != "app_exit") {
+          order.push_back(kinds[i]);
+          continue;
+        }
+        ++exits;
+        exit_placed = exit_placed && i >= 1 && i + 1 < kinds.size() &&
+                      (kinds[i + 1] == "freeze" || kinds[i + 1] == "observation");
+      }
+      const std::size_t n = order.size();
+      bool ok = n >= 4 && (order[0] == "initial_frame") && (order[n - 3] == "freeze") &&
+                (order[n - 2] == "observation") && (order[n - 1] == "claims");
+      for (std::size_t i = 1; ok && i + 3 < n; ++i) ok = (order[i] == "action");
       if (!ok) detail = "kinds are not initial_frame, action*, freeze, observation, claims";
+      else if (exits > 1) detail = "more than one app_exit event";
+      else if (!exit_placed) detail = "app_exit is not right before the freeze or the observation";
     }
     add("event_order", detail.empty(),
         detail.empty() ? std::to_string(t.size()) + " events in order" : detail);

@@ -27,7 +27,8 @@ inline Json read_json(const std::string& path) {
 inline const std::vector<std::string>& golden_names() {
   static const std::vector<std::string> kNames = {
       "zero-actions",    "three-actions",    "sixty-four-actions",
-      "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions"};
+      "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
+      "v3-app-exit-settle", "v3-app-exit-observe"};
   return kNames;
 }
 
@@ -36,7 +37,8 @@ inline const std::vector<std::string>& golden_names() {
 inline const std::vector<std::string>& verified_names() {
   static const std::vector<std::string> kNames = {
       "zero-actions",    "three-actions",    "sixty-four-actions",    "real-tk-form",
-      "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions"};
+      "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
+      "v3-app-exit-settle", "v3-app-exit-observe"};
   return kNames;
 }
 
@@ -76,6 +78,7 @@ inline ReceiptInput golden_input(const std::string& name) {
     r.input = a["input"];
     r.frame_sha256 = a["frame_sha256"];
     r.input_events = a.value("input_events", std::int64_t{0});
+    r.settle = a.value("settle", "");
     if (a.contains("salt")) {
       const Json& act = a["action"];
       const std::string value = act.contains("text") ? act["text"].get<std::string>()
@@ -85,6 +88,14 @@ inline ReceiptInput golden_input(const std::string& name) {
       r.commitment = *c;
     }
     in.actions.push_back(std::move(r));
+  }
+  if (j.contains("app_exit")) {
+    const Json& x = j["app_exit"];
+    in.app_exit.present = true;
+    in.app_exit.after_actions = x["after_actions"];
+    in.app_exit.after_freeze = x["after_freeze"];
+    in.app_exit.exit_status = x["exit_status"].is_null() ? -1 : x["exit_status"].get<std::int64_t>();
+    in.app_exit.frame_sha256 = x["frame_sha256"];
   }
   in.freeze_frame_sha256 = j["freeze_frame_sha256"];
   in.input_event_count = j["input_event_count"];

@@ -85,6 +85,11 @@ class DisplayLease final : public SessionLease {
   }
   bool display_alive() override { return d_->alive(); }
   bool app_alive() override { return dm_.app_alive(target_.app_id); }
+  std::optional<int> app_exit_status() override {
+    auto a = dm_.app(target_.app_id);
+    if (!a.ok() || a->alive) return std::nullopt;
+    return a->exit_status;
+  }
 
  private:
   std::shared_ptr<void> use() {

@@ -374,10 +374,12 @@ void SessionManager::end_session(Record& r, Phase final_phase, const std::string
 // ---- Shared by the handlers.
 
 // A lost display or a dead app ends the session (docs/sessions.md "Fail closed").
+// In a session begun with "app_exit":"record" the app's liveness is note_app_exit's to judge.
 std::optional<SessionManager::Failure> SessionManager::check_alive(Record& r) {
   if (!r.lease->display_alive()) {
     return Failure{"display-lost", make_error("session-display-lost", "the session's display is gone")};
   }
+  if (r.record_app_exit) return std::nullopt;
   if (!r.lease->app_alive()) {
     return Failure{"app-not-live", make_error("app-not-live", "the session's app is no longer running")};
   }
@@ -396,6 +398,27 @@ std::optional<SessionManager::Failure> SessionManager::capture_frame(Record& r, 
   if (!written) return Failure{"evidence-write-failed", written.error()};
   *info = *written;
   *sha = frame->sha256;
+  return std::nullopt;
+}
+
+std::optional<SessionManager::Failure> SessionManager::note_app_exit(Record& r, std::int64_t after_actions,
+                                                                     bool after_freeze, bool* exited) {
+  *exited = r.app_exit.present;
+  if (*exited || !r.record_app_exit || !r.lease->display_alive() || r.lease->app_alive()) {
+    return std::nullopt;  // a lost display is check_alive's (it still ends the session)
+  }
+  Json info;
+  std::string sha;
+  if (auto f = capture_frame(r, &info, &sha)) return f;
+  std::optional<int> status = r.lease->app_exit_status();
+  std::lock_guard<std::mutex> lock(mu_);
+  r.app_exit.present = true;
+  r.app_exit.after_actions = after_actions;
+  r.app_exit.after_freeze = after_freeze;
+  r.app_exit.exit_status = (status && *status >= 0 && *status <= 255) ? *status : -1;
+  r.app_exit.frame_sha256 = sha;
+  r.frame = info;
+  *exited = true;
   return std::nullopt;
 }
 
@@ -440,6 +463,7 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
     r->display_id = req.display_id;
     r->attempt_id = req.attempt_id;
     r->job_sha256 = req.job_sha256;
+    r->record_app_exit = !task && req.record_app_exit;
     r->started_mono = now_ms();
     r->started_wall = clock_->wall_ms();
     r->deadline_mono = r->started_mono + options_.stage_timeout_ms;
@@ -510,6 +534,11 @@ std::optional<Error> SessionManager::admit_actions(Call& c) {
   // The whole batch is validated, and counted against the session's limit, before its first
   // action runs.
   const Record& r = *c.r;
+  if (r.app_exit.present) {  // docs/sessions.md "App exit": no input after the app's exit
+    return make_error("app-not-live",
+                      "the session's app has exited (recorded as its app_exit event); no more "
+                      "actions run in this session; freeze to go on to the receipt");
+  }
   auto parsed = validate_session_batch(c.req.actions, r.target.width, r.target.height);
   if (!parsed) return parsed.error();
   if (r.action_count + static_cast<std::int64_t>(parsed->size()) > kMaxSessionActions) {
@@ -527,21 +556,33 @@ Json SessionManager::run_actions(Call& c) {
   Json results = Json::array();
   std::vector<ActionRecord> records;
   std::vector<CommittedValue> commitments;
-  for (std::size_t i = 0; i < c.batch.size(); ++i) {
-    if (auto f = check_alive(r)) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        r.results = results;
-      }
-      return fail(c, *f);
+  auto fail_with_results = [&](const Failure& f) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      r.results = results;
     }
+    return fail(c, f);
+  };
+  // Record mode: an app that is gone before an action stops the batch there (its exit is an
+  // event; the actions not run have no result).
+  bool exited = false;
+  for (std::size_t i = 0; i < c.batch.size(); ++i) {
+    if (auto f = note_app_exit(r, r.action_count + static_cast<std::int64_t>(records.size()), false, &exited)) {
+      return fail_with_results(*f);
+    }
+    if (exited) break;
+    if (auto f = check_alive(r)) return fail_with_results(*f);
     const Action& a = c.batch[i];
     SessionActionOutcome out = r.lease->execute(a, static_cast<int>(i));
+    // With settle, the frame waits for the display to settle after the input (§4 settle).
+    std::string settle;
+    if (c.req.settle_cap_ms > 0) settle = r.lease->settle(c.req.settle_cap_ms);
     Json res{{"index", static_cast<std::int64_t>(i)},
              {"type", action_type(a)},
              {"status", out.status},
              {"detail", out.detail},
              {"frame_sha256", nullptr}};
+    if (!settle.empty()) res["settle"] = settle;
     Json info;
     std::string sha;
     auto cap = capture_frame(r, &info, &sha);
@@ -567,6 +608,7 @@ Json SessionManager::run_actions(Call& c) {
     done.frame_sha256 = sha;
     done.elapsed_ms = now_ms() - r.started_mono;  // actions.json's time
     done.input_events = out.input_event_count;
+    done.settle = settle;
     records.push_back(std::move(done));
     if (action_has_commitment(action_type(a))) {
       // The secret stays in memory (and later the private record), never in the receipt.
@@ -579,7 +621,14 @@ Json SessionManager::run_actions(Call& c) {
       commitments.push_back(std::move(*committed));
     }
   }
+  // An exit caused by the batch's last action is noticed now rather than at the next request.
+  if (!exited) {
+    if (auto f = note_app_exit(r, r.action_count + static_cast<std::int64_t>(records.size()), false, &exited)) {
+      return fail_with_results(*f);
+    }
+  }
   return advance(c, [&](Record& rec) {
+    rec.results = results;  // also when the batch stopped at the app's exit before running any
     for (auto& ar : records) rec.actions.push_back(std::move(ar));
     for (auto& cv : commitments) rec.commitments.push_back(std::move(cv));
     rec.action_count += static_cast<std::int64_t>(records.size());
@@ -594,6 +643,8 @@ Json SessionManager::run_freeze(Call& c) {
     return fail(c, Failure{"cleanup-failed", make_error("session-cleanup-failed",
                                                         "releasing held input failed: " + rel.error().message)});
   }
+  bool exited = false;
+  if (auto f = note_app_exit(r, r.action_count, false, &exited)) return fail(c, *f);
   if (auto f = check_alive(r)) return fail(c, *f);
   Json info;
   std::string sha;
@@ -609,6 +660,8 @@ Json SessionManager::run_freeze(Call& c) {
 
 Json SessionManager::run_observe(Call& c) {
   Record& r = *c.r;
+  bool exited = false;
+  if (auto f = note_app_exit(r, r.action_count, true, &exited)) return fail(c, *f);
   if (auto f = check_alive(r)) return fail(c, *f);
   Json info;
   std::string sha;
@@ -651,6 +704,7 @@ Json SessionManager::run_finish(Call& c) {
   in.elapsed_ms = now_ms() - r.started_mono;
   in.initial_frame_sha256 = r.initial_frame;
   in.actions = r.actions;
+  in.app_exit = r.app_exit;
   in.freeze_frame_sha256 = r.freeze_frame;
   in.input_event_count = r.input_event_count;
   in.pre_observation_sha256 = r.pre_observation;
@@ -914,6 +968,11 @@ Json snapshot(const SessionManager::Record& r, std::int64_t now_mono) {
   s["frame"] = r.frame;
   s["results"] = r.results;
   s["receipt"] = r.receipt;
+  if (r.app_exit.present) {  // only once the app's exit was recorded (docs/sessions.md "App exit")
+    s["app_exit"] = Json{{"exit_status", r.app_exit.exit_status >= 0 ? Json(r.app_exit.exit_status) : Json(nullptr)},
+                         {"frame_sha256", r.app_exit.frame_sha256},
+                         {"after_freeze", r.app_exit.after_freeze}};
+  }
   if (is_live(r.phase)) {
     s["expires_in_ms"] = std::max<std::int64_t>(0, r.deadline_mono - now_mono);
     s["ended"] = nullptr;

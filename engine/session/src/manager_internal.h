@@ -37,6 +37,8 @@ struct SessionManager::Record {
   SessionTarget target;
   std::string attempt_id;
   std::string job_sha256;
+  bool record_app_exit = false;  // begin's "app_exit":"record"
+  AppExitRecord app_exit;        // the recorded exit (present once it happened)
   std::unique_ptr<SessionLease> lease;
   std::string evidence_dir;
   std::string scratch_dir;

@@ -63,7 +63,8 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
   Error err;
   switch (req.op) {
     case SessionOp::kBegin: {
-      EVIDENT_TRY(f.only({"op", "display_id", "generation", "app_id", "attempt_id", "job_sha256"}));
+      EVIDENT_TRY(f.only({"op", "display_id", "generation", "app_id", "attempt_id", "job_sha256",
+                          "app_exit"}));
       if (!take(f.integer("display_id", 0, kMaxSafeInteger), &req.display_id, &err)) return err;
       // Generation and app id contents are judged against live state (a malformed
       // generation is a mismatch, docs/protocol.md §3), so only their type is checked here.
@@ -71,6 +72,14 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
       if (!take(f.string("app_id", 0, 256), &req.app_id, &err)) return err;
       if (!take(f.string("attempt_id", 1, 256), &req.attempt_id, &err)) return err;
       if (!take(f.sha256_hex("job_sha256"), &req.job_sha256, &err)) return err;
+      if (f.has("app_exit")) {
+        std::string mode;
+        if (!take(f.string("app_exit"), &mode, &err)) return err;
+        if (mode != "end" && mode != "record") {
+          return make_error(kCommand, "session request: \"app_exit\" must be \"end\" or \"record\"");
+        }
+        req.record_app_exit = mode == "record";
+      }
       return req;
     }
     case SessionOp::kStatus:
@@ -78,7 +87,7 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
       if (!take(f.string("session_id", 0, 256), &req.session_id, &err)) return err;
       return req;
     case SessionOp::kActions:
-      EVIDENT_TRY(f.only({"op", "session_id", "sequence", "actions"}));
+      EVIDENT_TRY(f.only({"op", "session_id", "sequence", "actions", "settle"}));
       break;
     case SessionOp::kFreeze:
     case SessionOp::kClose:
@@ -107,6 +116,15 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
                                                std::to_string(a->size()) + ")");
     }
     req.actions = *a;
+    if (f.has("settle")) {  // docs/protocol.md §4: false, true (the default cap) or a cap in ms
+      const Json& s = j.at("settle");
+      if (s.is_boolean()) {
+        req.settle_cap_ms = s.get<bool>() ? protocol::kSettleDefaultCapMs : 0;
+      } else if (!take(f.integer("settle", 1, protocol::kSettleMaxCapMs), &req.settle_cap_ms, &err)) {
+        return make_error(kCommand, "session request: \"settle\" must be true, false or an integer 1.." +
+                                        std::to_string(protocol::kSettleMaxCapMs));
+      }
+    }
   } else if (req.op == SessionOp::kObserve) {
     if (!take(f.sha256_hex("pre_observation_sha256"), &req.pre_observation_sha256, &err)) return err;
   } else if (req.op == SessionOp::kFinish) {

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "evident/core/sha256.h"
 #include "evident/session/backend.h"
@@ -30,6 +32,9 @@ struct FakeWorld {
   bool fail_release = false;
   bool fail_capture = false;  // capture() fails while the display stays alive
   int fail_action_at = -1;    // global execution count at which execute() returns failed
+  std::optional<int> exit_status;     // what app_exit_status() reports once the app is dead
+  std::string settle_outcome = "fixed";  // what settle() answers
+  std::vector<std::int64_t> settle_caps;  // the cap of every settle() call, in order
   std::function<void()> on_execute;  // runs inside execute() (e.g. blocks to simulate slow input)
   std::function<void()> on_capture;  // runs at the start of capture()
   std::function<void()> on_release;  // runs at the start of release_all_checked()
@@ -73,7 +78,10 @@ class FakeLease final : public SessionLease {
     if (n == w_.fail_action_at) return {"failed", "expected X, observed Y", 1};
     return {"injected", "", 2};
   }
-  std::string settle(std::int64_t) override { return "fixed"; }
+  std::string settle(std::int64_t cap_ms) override {
+    w_.settle_caps.push_back(cap_ms);
+    return w_.settle_outcome;
+  }
   Status release_all_checked() override {
     if (w_.on_release) w_.on_release();
     ++w_.releases;
@@ -82,6 +90,9 @@ class FakeLease final : public SessionLease {
   }
   bool display_alive() override { return !w_.display_dead; }
   bool app_alive() override { return !w_.app_dead[t_.app_id]; }
+  std::optional<int> app_exit_status() override {
+    return w_.app_dead[t_.app_id] ? w_.exit_status : std::nullopt;
+  }
 
  private:
   FakeWorld& w_;

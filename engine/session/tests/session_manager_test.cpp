@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <thread>
 #include <string>
@@ -61,6 +62,16 @@ class SessionTest : public ::testing::Test {
                      {"app_id", testing::fake_app_id(display)},
                      {"attempt_id", attempt},
                      {"job_sha256", kJob}});
+  }
+  // A session whose app's exit is an event (app_exit: "record").
+  Json begin_recording(std::int64_t display) {
+    return call(Json{{"op", "begin"},
+                     {"display_id", display},
+                     {"generation", world_.generations[display]},
+                     {"app_id", testing::fake_app_id(display)},
+                     {"attempt_id", "attempt-exit-" + std::to_string(display)},
+                     {"job_sha256", kJob},
+                     {"app_exit", "record"}});
   }
   Json clicks(const std::string& sid, std::int64_t seq, int n) {
     Json actions = Json::array();
@@ -530,6 +541,192 @@ TEST_F(SessionTest, DeadAppOrLostDisplayEndsTheSession) {
   EXPECT_EQ(status(sid2)["phase"], "failed");
   EXPECT_EQ(status(sid2)["ended"]["reason"], "display-lost");
   EXPECT_EQ(world_.leases_open, 0);
+}
+
+// ---- settle in session actions (contract §12 amendment; docs/sessions.md "Settle").
+
+TEST_F(SessionTest, SettleWaitsBeforeEachFrameAndIsRecordedInTheEvent) {
+  std::string sid = to_phase("stage");
+  world_.settle_outcome = "still_loading";
+  Json a = call(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 0}, {"settle", 1500},
+                     {"actions", Json::array({Json{{"type", "click"}, {"x", 1}, {"y", 2}},
+                                              Json{{"type", "type"}, {"text", "secret"}}})}});
+  ASSERT_EQ(code(a), "ok") << a.dump();
+  EXPECT_EQ(world_.settle_caps, (std::vector<std::int64_t>{1500, 1500}));  // once per action
+  ASSERT_EQ(a["results"].size(), 2u);
+  for (const auto& r : a["results"]) EXPECT_EQ(r["settle"], "still_loading") << r.dump();
+  // settle: true is the default cap; a batch without settle waits for nothing and says nothing.
+  world_.settle_outcome = "settled";
+  Json b = call(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 1}, {"settle", true},
+                     {"actions", Json::array({Json{{"type", "click"}, {"x", 3}, {"y", 4}}})}});
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  EXPECT_EQ(world_.settle_caps.back(), 2000);
+  Json c = clicks(sid, 2, 1);
+  ASSERT_EQ(code(c), "ok") << c.dump();
+  EXPECT_EQ(world_.settle_caps.size(), 3u);
+  EXPECT_FALSE(c["results"][0].contains("settle"));
+  Json d = call(Json{{"op", "actions"}, {"session_id", sid}, {"sequence", 3}, {"settle", false},
+                     {"actions", Json::array({Json{{"type", "click"}, {"x", 5}, {"y", 6}}})}});
+  ASSERT_EQ(code(d), "ok") << d.dump();
+  EXPECT_EQ(world_.settle_caps.size(), 3u);
+  ASSERT_EQ(code(simple("freeze", sid, 4)), "ok");
+  Json o = observe(sid, 5);
+  Json f = finish(sid, 6, o["frame"]["sha256"]);
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  const Json& t = f["receipt"]["transcript"];
+  ASSERT_EQ(t.size(), 9u);
+  EXPECT_EQ(t[1]["settle"], "still_loading");
+  EXPECT_EQ(t[2]["settle"], "still_loading");
+  EXPECT_EQ(t[3]["settle"], "settled");
+  EXPECT_FALSE(t[4].contains("settle"));
+  EXPECT_FALSE(t[5].contains("settle"));
+  // Each event's frame is the one captured after its settle: the result's frame_sha256.
+  EXPECT_EQ(t[1]["frame_sha256"], a["results"][0]["frame_sha256"]);
+  EXPECT_EQ(t[3]["frame_sha256"], b["results"][0]["frame_sha256"]);
+  VerifyReport rep = verify_receipt(f["receipt"], VerifyOptions{});
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  // The settle outcome is bound: changing it breaks the digests.
+  Json forged = f["receipt"];
+  forged["transcript"][1]["settle"] = "settled";
+  EXPECT_FALSE(verify_receipt(forged, VerifyOptions{}).ok);
+}
+
+TEST_F(SessionTest, BadSettleAndAppExitValuesAreCommandErrorsAndRunNothing) {
+  std::string sid = to_phase("stage");
+  auto with_settle = [&](const std::string& v) {
+    return raw_code("{\"op\":\"actions\",\"session_id\":\"" + sid + "\",\"sequence\":0,\"settle\":" + v +
+                    ",\"actions\":[{\"type\":\"click\",\"x\":1,\"y\":1}]}");
+  };
+  for (const char* v : {"0", "5001", "-1", "\"true\"", "null", "1.5", "[]", "{}"}) {
+    EXPECT_EQ(with_settle(v), std::string(v) == "1.5" ? "session-json" : "session-command") << v;
+  }
+  EXPECT_EQ(with_settle("5000"), "ok");
+  EXPECT_EQ(world_.executed, 1);
+  auto with_exit = [&](const std::string& v) {
+    return raw_code("{\"op\":\"begin\",\"display_id\":2,\"generation\":\"" + world_.generations[2] +
+                    "\",\"app_id\":\"" + testing::fake_app_id(2) + "\",\"attempt_id\":\"x\",\"job_sha256\":\"" +
+                    kJob + "\",\"app_exit\":" + v + "}");
+  };
+  for (const char* v : {"\"Record\"", "\"\"", "true", "null", "1", "\"recordx\""}) {
+    EXPECT_EQ(with_exit(v), "session-command") << v;
+  }
+  EXPECT_EQ(mgr_->live_count(), 1u);
+  EXPECT_EQ(with_exit("\"end\""), "ok");
+  EXPECT_EQ(mgr_->live_count(), 2u);
+}
+
+// ---- app_exit: "record" (contract §12 amendment; docs/sessions.md "App exit").
+
+TEST_F(SessionTest, RecordedAppExitIsAnEventAndTheSessionGetsAReceipt) {
+  Json b = begin_recording(1);
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  EXPECT_FALSE(b.contains("app_exit"));
+  // The second click of the batch "closes the dialog": the app is gone before the third runs.
+  world_.exit_status = 3;
+  world_.on_execute = [&] {
+    if (world_.executed == 1) world_.app_dead[testing::fake_app_id(1)] = true;
+  };
+  Json a = clicks(sid, 0, 3);
+  ASSERT_EQ(code(a), "ok") << a.dump();
+  EXPECT_EQ(world_.executed, 2);          // the batch stopped at the exit
+  EXPECT_EQ(a["results"].size(), 2u);     // the action not run has no result
+  EXPECT_EQ(a["action_count"], 2);
+  EXPECT_EQ(a["sequence"], 1);
+  ASSERT_TRUE(a.contains("app_exit")) << a.dump();
+  EXPECT_EQ(a["app_exit"]["exit_status"], 3);
+  EXPECT_EQ(a["app_exit"]["after_freeze"], false);
+  EXPECT_EQ(a["frame"]["sha256"], a["app_exit"]["frame_sha256"]);
+  // No input after the exit: refused, nothing runs, nothing advances, the session stays.
+  Json more = clicks(sid, 1, 1);
+  EXPECT_EQ(code(more), "app-not-live") << more.dump();
+  EXPECT_EQ(world_.executed, 2);
+  Json st = status(sid);
+  EXPECT_EQ(st["phase"], "stage");
+  EXPECT_EQ(st["sequence"], 1);
+  ASSERT_EQ(code(simple("freeze", sid, 1)), "ok");
+  Json o = observe(sid, 2);
+  ASSERT_EQ(code(o), "ok") << o.dump();
+  Json f = finish(sid, 3, o["frame"]["sha256"]);
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  const Json& t = f["receipt"]["transcript"];
+  ASSERT_EQ(t.size(), 7u) << t.dump();
+  EXPECT_EQ(t[3], (Json{{"index", 3}, {"kind", "app_exit"}, {"exit_status", 3},
+                        {"frame_sha256", a["app_exit"]["frame_sha256"]}}));
+  EXPECT_EQ(t[4]["kind"], "freeze");
+  VerifyReport rep = verify_receipt(f["receipt"], VerifyOptions{});
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  Json c = simple("close", sid, 4);
+  EXPECT_EQ(code(c), "ok") << c.dump();
+  EXPECT_TRUE(fs::exists(b["evidence_dir"].get<std::string>() + "/receipt.json"));
+  EXPECT_EQ(world_.leases_open, 0);
+}
+
+TEST_F(SessionTest, RecordedAppExitBetweenBatchesAtFreezeAndAfterFreeze) {
+  // Gone before a batch: the batch runs nothing, is accepted and records the exit.
+  Json b1 = begin_recording(1);
+  std::string s1 = b1["session_id"];
+  ASSERT_EQ(code(clicks(s1, 0, 1)), "ok");
+  world_.app_dead[testing::fake_app_id(1)] = true;  // exit status unknown: null
+  Json a1 = clicks(s1, 1, 2);
+  ASSERT_EQ(code(a1), "ok") << a1.dump();
+  EXPECT_EQ(world_.executed, 1);
+  EXPECT_EQ(a1["results"].size(), 0u);
+  EXPECT_TRUE(a1["app_exit"]["exit_status"].is_null());
+  // Gone by freeze: recorded before the freeze event.
+  Json b2 = begin_recording(2);
+  std::string s2 = b2["session_id"];
+  world_.exit_status = 0;
+  world_.app_dead[testing::fake_app_id(2)] = true;
+  Json fr = simple("freeze", s2, 0);
+  ASSERT_EQ(code(fr), "ok") << fr.dump();
+  EXPECT_EQ(fr["app_exit"]["exit_status"], 0);
+  // Gone after freeze: recorded at observe, between the freeze and the observation, outside
+  // the stage transcript.
+  Json b3 = begin_recording(3);
+  std::string s3 = b3["session_id"];
+  ASSERT_EQ(code(clicks(s3, 0, 1)), "ok");
+  ASSERT_EQ(code(simple("freeze", s3, 1)), "ok");
+  world_.exit_status = 137;
+  world_.app_dead[testing::fake_app_id(3)] = true;
+  Json o3 = observe(s3, 2);
+  ASSERT_EQ(code(o3), "ok") << o3.dump();
+  EXPECT_EQ(o3["app_exit"]["after_freeze"], true);
+  Json f3 = finish(s3, 3, o3["frame"]["sha256"]);
+  ASSERT_EQ(code(f3), "ok") << f3.dump();
+  const Json& t = f3["receipt"]["transcript"];
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[2]["kind"], "freeze");
+  EXPECT_EQ(t[3]["kind"], "app_exit");
+  EXPECT_EQ(t[3]["exit_status"], 137);
+  EXPECT_EQ(t[4]["kind"], "observation");
+  EXPECT_TRUE(verify_receipt(f3["receipt"], VerifyOptions{}).ok);
+  for (const std::string& sid : {s1, s2}) {
+    Json st = status(sid);
+    std::int64_t seq = st["sequence"];
+    if (st["phase"] == "stage") ASSERT_EQ(code(simple("freeze", sid, seq++)), "ok");
+    Json o = observe(sid, seq++);
+    ASSERT_EQ(code(o), "ok") << o.dump();
+    Json f = finish(sid, seq, o["frame"]["sha256"]);
+    ASSERT_EQ(code(f), "ok") << f.dump();
+    VerifyReport rep = verify_receipt(f["receipt"], VerifyOptions{});
+    EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+    std::size_t exits = 0;
+    for (const auto& e : f["receipt"]["transcript"]) exits += e["kind"] == "app_exit" ? 1 : 0;
+    EXPECT_EQ(exits, 1u);
+  }
+  // A lost display still ends a recording session.
+  Json b4 = begin_recording(4);
+  world_.display_dead = true;
+  EXPECT_EQ(code(clicks(b4["session_id"], 0, 1)), "session-display-lost");
+}
+
+TEST_F(SessionTest, WithoutRecordTheAppExitStillEndsTheSession) {
+  std::string sid = to_phase("stage");
+  world_.app_dead[testing::fake_app_id(1)] = true;
+  EXPECT_EQ(code(simple("freeze", sid, 0)), "app-not-live");
+  EXPECT_EQ(status(sid)["phase"], "failed");
+  EXPECT_FALSE(status(sid).contains("app_exit"));
 }
 
 TEST_F(SessionTest, CleanupFailureAtCloseWithdrawsTheReceipt) {

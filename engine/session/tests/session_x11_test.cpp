@@ -252,6 +252,119 @@ TEST(SessionX11, KilledAppEndsTheSessionWithoutReceipt) {
   EXPECT_EQ(code_of(h.begin()), "ok");
 }
 
+// settle in a session batch: each action's frame is taken after the app repainted. The fixture's
+// button toggles blue -> orange -> blue on each click, so every action frame must show the colour
+// after its own click (without settle a frame may show the colour before it).
+TEST(SessionX11, SettledActionFramesShowTheRepaint) {
+  EngineHarness h;
+  ASSERT_FALSE(h.launch_app().empty());
+  Json b = h.begin();
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  const std::string dir = b["evidence_dir"];
+  Json req = actions_req(sid, 0, Json::array({click(25, 105), click(25, 105), click(25, 105)}));
+  req["settle"] = true;
+  Json a = h.session(req);
+  ASSERT_EQ(code_of(a), "ok") << a.dump();
+  ASSERT_EQ(a["results"].size(), 3u);
+  const char* want[] = {"E08020", "2050C0", "E08020"};
+  for (int i = 0; i < 3; ++i) {
+    const Json& r = a["results"][i];
+    EXPECT_EQ(r["settle"], "settled") << r.dump();  // the fixture is still 300 ms after a click
+    EXPECT_EQ(pixel_hex(dir + "/" + r["frame_sha256"].get<std::string>() + ".png", 25, 105), want[i]) << i;
+  }
+  ASSERT_EQ(code_of(h.session(op_req("freeze", sid, 1))), "ok");
+  Json o = h.session(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", 2},
+                          {"pre_observation_sha256", std::string(64, 'b')}});
+  ASSERT_EQ(code_of(o), "ok") << o.dump();
+  Json fin = h.session(Json{{"op", "finish"}, {"session_id", sid}, {"sequence", 3},
+                            {"observation_sha256", o["frame"]["sha256"]}, {"claims", Json::object()}});
+  ASSERT_EQ(code_of(fin), "ok") << fin.dump();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fin["receipt"]["transcript"][i + 1]["settle"], "settled");
+  ASSERT_EQ(code_of(h.session(op_req("close", sid, 4))), "ok");
+  auto receipt = load_receipt_file(dir + "/receipt.json");
+  ASSERT_TRUE(receipt.ok());
+  VerifyOptions vo;
+  vo.frames_dir = dir;
+  VerifyReport rep = verify_receipt(*receipt, vo);
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+}
+
+// app_exit: "record" with a real dialog (xmessage, x11-utils) whose default button, pressed with
+// Return, exits it with that button's value: the exit is an event with status 3 and the session
+// still ends in a verified receipt.
+TEST(SessionX11, RecordedExitOfARealDialogEndsInAReceipt) {
+  EngineHarness h;
+  Json launched = h.call("app.launch",
+                         Json{{"display_id", h.display_id()},
+                              {"generation", h.generation()},
+                              {"argv", Json::array({"xmessage", "-geometry", "+0+0", "-buttons", "OK:3",
+                                                    "-default", "OK", "evident app_exit test"})},
+                              {"wait_window_ms", 10000}});
+  ASSERT_EQ(code_of(launched), "ok") << launched.dump();
+  const int pid = launched["app"]["pid"];
+  Json b = h.session(Json{{"op", "begin"},
+                          {"display_id", h.display_id()},
+                          {"generation", h.generation()},
+                          {"app_id", launched["app"]["app_id"]},
+                          {"attempt_id", "attempt-xmessage"},
+                          {"job_sha256", std::string(64, 'a')},
+                          {"app_exit", "record"}});
+  ASSERT_EQ(code_of(b), "ok") << b.dump();
+  std::string sid = b["session_id"];
+  const std::string dir = b["evidence_dir"];
+  // Keys go to the window under the pointer (no window manager): point at the dialog, press Return.
+  Json req = actions_req(sid, 0, Json::array({Json{{"type", "move_mouse"}, {"x", 10}, {"y", 10}},
+                                              Json{{"type", "key"}, {"key", "Return"}}}));
+  req["settle"] = true;
+  Json a = h.session(req);
+  ASSERT_EQ(code_of(a), "ok") << a.dump();
+  ASSERT_EQ(a["results"].size(), 2u);
+  ASSERT_TRUE(testing::wait_pid_gone(pid));
+  // The exit is recorded by whichever request notices it: the batch above (after its last
+  // action) or this one, which then runs nothing. After that, input is refused, nothing advances.
+  std::int64_t seq = 1;
+  Json more = h.session(actions_req(sid, seq, Json::array({click(1, 1)})));
+  if (code_of(more) == "ok") {
+    EXPECT_FALSE(a.contains("app_exit"));
+    EXPECT_EQ(more["results"].size(), 0u) << more.dump();
+    ++seq;
+  } else {
+    EXPECT_EQ(code_of(more), "app-not-live") << more.dump();
+    EXPECT_EQ(a["app_exit"]["exit_status"], 3) << a.dump();
+  }
+  Json refused = h.session(actions_req(sid, seq, Json::array({click(1, 1)})));
+  EXPECT_EQ(code_of(refused), "app-not-live") << refused.dump();
+  Json f = h.session(op_req("freeze", sid, seq));
+  ASSERT_EQ(code_of(f), "ok") << f.dump();
+  EXPECT_EQ(f["action_count"], 2);
+  ASSERT_TRUE(f.contains("app_exit")) << f.dump();
+  EXPECT_EQ(f["app_exit"]["exit_status"], 3);
+  EXPECT_EQ(f["app_exit"]["after_freeze"], false);
+  Json o = h.session(Json{{"op", "observe"}, {"session_id", sid}, {"sequence", seq + 1},
+                          {"pre_observation_sha256", f["frame"]["sha256"]}});
+  ASSERT_EQ(code_of(o), "ok") << o.dump();
+  Json fin = h.session(Json{{"op", "finish"}, {"session_id", sid}, {"sequence", seq + 2},
+                            {"observation_sha256", o["frame"]["sha256"]},
+                            {"claims", {{"dialog", "closed"}}}});
+  ASSERT_EQ(code_of(fin), "ok") << fin.dump();
+  Json c = h.session(op_req("close", sid, seq + 3));
+  ASSERT_EQ(code_of(c), "ok") << c.dump();
+  auto receipt = load_receipt_file(dir + "/receipt.json");
+  ASSERT_TRUE(receipt.ok());
+  const Json& t = (*receipt)["transcript"];
+  ASSERT_EQ(t.size(), 7u) << t.dump();
+  EXPECT_EQ(t[3]["kind"], "app_exit");
+  EXPECT_EQ(t[3]["exit_status"], 3);
+  EXPECT_EQ(t[4]["kind"], "freeze");
+  // The dialog was drawn at the top-left in the initial frame and is gone in the exit's frame.
+  EXPECT_NE(t[3]["frame_sha256"], t[0]["frame_sha256"]);
+  VerifyOptions vo;
+  vo.frames_dir = dir;
+  VerifyReport rep = verify_receipt(*receipt, vo);
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+}
+
 // Killing the real Xvfb mid-session ends the session at the next action without receipt.
 TEST(SessionX11, KilledDisplayEndsTheSessionWithoutReceipt) {
   EngineHarness h;

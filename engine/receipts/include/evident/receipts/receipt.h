@@ -53,6 +53,21 @@ struct ActionRecord {
   // v3: for type/key/paste/hold_key, H("evident/commitment/v1", {salt, value}) (commitment.h);
   // empty for every other kind.
   std::string commitment;
+  // v3, sessions: the outcome of the settle wait before `frame_sha256` was taken ("settled",
+  // "still_loading", "fixed", "off": protocol::kSettleOutcomes), or empty when the batch asked
+  // for no settle (the event then has no "settle" key).
+  std::string settle;
+};
+
+// v3, sessions begun with "app_exit":"record": the app's exit, recorded as an `app_exit` event
+// (docs/receipts.md). It follows the first `after_actions` action events, or the freeze event
+// when `after_freeze`; no action event follows it.
+struct AppExitRecord {
+  bool present = false;
+  std::int64_t after_actions = 0;   // action events before it
+  bool after_freeze = false;        // detected at observe, after the freeze event
+  std::int64_t exit_status = -1;    // exit code, or 128+signal; -1 when unknown (null)
+  std::string frame_sha256;         // the full-display frame captured when the exit was recorded
 };
 
 // The frame captured by observe.
@@ -78,6 +93,7 @@ struct ReceiptInput {
   std::int64_t elapsed_ms = 0;               // monotonic, begin's admission to finish
   std::string initial_frame_sha256;          // captured by begin
   std::vector<ActionRecord> actions;
+  AppExitRecord app_exit;                    // v3 only; absent unless present
   std::string freeze_frame_sha256;           // the display's frame when freeze was accepted
   std::int64_t input_event_count = 0;        // input events dispatched by all actions
   std::string pre_observation_sha256;        // the caller's digest, as sent to observe

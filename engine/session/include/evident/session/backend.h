@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "evident/actions/action.h"
@@ -61,6 +62,9 @@ class SessionLease {
   // Whether the display's X server still answers / the app is still alive.
   virtual bool display_alive() = 0;
   virtual bool app_alive() = 0;
+  // Once the app has exited: its exit code, or 128+signal; nullopt while it runs or when
+  // unknown.
+  virtual std::optional<int> app_exit_status() { return std::nullopt; }
 };
 
 class SessionBackend {

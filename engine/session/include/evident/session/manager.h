@@ -196,6 +196,12 @@ class SessionManager {
   // Shared by the handlers: is the display alive and the app running; a fresh frame, written.
   std::optional<Failure> check_alive(Record& r);
   std::optional<Failure> capture_frame(Record& r, Json* info, std::string* sha256);
+  // A session begun with "app_exit":"record" whose app is gone: records its app_exit event
+  // once (a fresh frame, the exit status; docs/sessions.md "App exit"). Sets *exited when the
+  // app is gone (recorded now or before). Without record mode, or while the app runs, nothing.
+  // `after_actions`: the action events before it (the batch's included).
+  std::optional<Failure> note_app_exit(Record& r, std::int64_t after_actions, bool after_freeze,
+                                       bool* exited);
 
   // The one deadline computation: when `r` is due (a live session's deadline, an ended record's
   // retention end), or nullopt while a request runs on it or begin sets it up. Under mu_.

@@ -36,10 +36,14 @@ struct SessionRequest {
   std::string app_id;
   std::string attempt_id;
   std::string job_sha256;
+  // begin's optional "app_exit": "record" makes the app's exit an app_exit event instead of the
+  // end of the session ("end", the default: docs/sessions.md "App exit").
+  bool record_app_exit = false;
   // continuations
   std::string session_id;
   std::int64_t sequence = -1;           // -1 for begin and status
   Json actions;                         // actions: the raw array, 1..16 items (validated later)
+  std::int64_t settle_cap_ms = 0;       // actions' optional "settle": 0 off, else the cap in ms
   std::string pre_observation_sha256;   // observe
   std::string observation_sha256;       // finish
   Json claims;                          // finish: an object, JCS form ≤ 16 KiB
@@ -58,7 +62,8 @@ struct SessionRequest {
 //                         invalid UTF-8, floats, integers beyond ±(2^53−1));
 //   "session-command"     valid JSON of the wrong shape: not an object, missing or unknown op,
 //                         unknown/missing fields, wrong types, out-of-range scalars
-//                         (attempt_id length, sha256 hex, negative sequence);
+//                         (attempt_id length, sha256 hex, negative sequence, an app_exit
+//                         other than "end"/"record", a settle other than false/true/1..5000);
 //   "session-actions"     `actions` is an array with 0 or more than 16 items;
 //   "session-claims"      `claims` is not an object, or its canonical form exceeds 16 KiB.
 // Field values are never echoed in messages.
