@@ -140,10 +140,11 @@ class Display(ActionHelpers, WindowHelpers):
 
     # -- sessions ---------------------------------------------------------------------------
     def session(self, app: Union[App, str], *, attempt_id: Optional[str] = None,
-                job_sha256: Optional[str] = None) -> Session:
-        """Begins a session on this display bound to ``app`` (see :class:`evident.Session`)."""
+                job_sha256: Optional[str] = None, app_exit: Optional[str] = None) -> Session:
+        """Begins a session on this display bound to ``app`` (see :class:`evident.Session`);
+        ``app_exit="record"``: the app's exit is an event, not the end of the session."""
         return Session.begin(self.engine, self, app, attempt_id=attempt_id,
-                             job_sha256=job_sha256)
+                             job_sha256=job_sha256, app_exit=app_exit)
 
     def __repr__(self) -> str:
         return (f"<evident.Display {self.name} {self.width}x{self.height} "

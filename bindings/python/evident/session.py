@@ -64,17 +64,22 @@ class Session:
     # -- begin ------------------------------------------------------------------------------
     @classmethod
     def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[AppRef, str], *,
-              attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> _S:
+              attempt_id: Optional[str] = None, job_sha256: Optional[str] = None,
+              app_exit: Optional[str] = None) -> _S:
         """``begin``: takes the display's exclusive lock and captures the initial frame.
 
         ``attempt_id`` defaults to a random ``att-<hex>``; ``job_sha256`` to the SHA-256 of the
-        attempt id (pass your own digest of what the job was).
+        attempt id (pass your own digest of what the job was). ``app_exit="record"`` makes the
+        app's exit an ``app_exit`` event of the receipt instead of the end of the session (a
+        dialog whose OK closes it still gets a receipt; :attr:`app_exit` then holds it).
         """
         app_id = app if isinstance(app, str) else app.app_id
         attempt = attempt_id or f"att-{secrets.token_hex(8)}"
         job = job_sha256 or default_job_sha256(attempt)
         request = {"op": "begin", "display_id": display.id, "generation": display.generation,
                    "app_id": app_id, "attempt_id": attempt, "job_sha256": job}
+        if app_exit is not None:
+            request["app_exit"] = app_exit
         snapshot = cls._send(engine, request)
         return cls(engine, snapshot, display)
 
@@ -117,18 +122,26 @@ class Session:
         return self._update(self._send(self.engine, request, on_interrupt=self._interrupted))
 
     # -- protocol ---------------------------------------------------------------------------
-    def actions(self, actions: Sequence[Mapping[str, Any]]) -> List[ActionResult]:
+    def actions(self, actions: Sequence[Mapping[str, Any]],
+                settle: Union[bool, int, None] = None) -> List[ActionResult]:
         """One batch (1..16 actions; 64 per session). Each action is followed by a frame.
 
-        Returns the results. A ``failed`` action ends the session (the engine cleans up; there
-        is no receipt), which the next call reports as ``session-not-found``/``session-phase``.
+        ``settle`` (``True`` or a cap in ms): each action's frame is taken after the display
+        settled (docs/protocol.md §4), and the outcome is in its result (``raw["settle"]``) and
+        its receipt event. Returns the results. A ``failed`` action ends the session (the engine
+        cleans up; there is no receipt), which the next call reports as
+        ``session-not-found``/``session-phase``. In a session begun with ``app_exit="record"``
+        a batch stops where the app was found gone (fewer results than actions).
         """
         actions = [dict(a) for a in actions]
         if not 1 <= len(actions) <= MAX_ACTIONS_PER_BATCH:
             # Checked by the engine too (session-actions); this keeps the sequence untouched.
             raise SessionError("session-actions",
                                f"a batch has 1..{MAX_ACTIONS_PER_BATCH} actions, got {len(actions)}")
-        snap = self._op("actions", actions=actions)
+        fields: Dict[str, Any] = {"actions": actions}
+        if settle is not None:
+            fields["settle"] = settle
+        snap = self._op("actions", **fields)
         return [ActionResult.from_json(r) for r in snap.get("results") or []]
 
     def freeze(self) -> Dict[str, Any]:
@@ -212,6 +225,12 @@ class Session:
     @property
     def receipt(self) -> Optional[Dict[str, Any]]:
         return self.snapshot.get("receipt")
+
+    @property
+    def app_exit(self) -> Optional[Dict[str, Any]]:
+        """``{"exit_status", "frame_sha256", "after_freeze"}`` once the app's exit was recorded
+        (a session begun with ``app_exit="record"``), else None."""
+        return self.snapshot.get("app_exit")
 
     @property
     def evidence_dir(self) -> Optional[str]:

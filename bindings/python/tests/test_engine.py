@@ -123,6 +123,29 @@ def test_session_to_verified_receipt(engine):
         assert not evident.verify_receipt(bad).ok
 
 
+def test_session_records_the_apps_exit_and_settles(engine):
+    # A dialog whose intended effect is to exit: Return presses its default button (value 3).
+    dialog = ["xmessage", "-geometry", "+0+0", "-buttons", "OK:3", "-default", "OK", "evident"]
+    with engine.create_display(width=320, height=200) as display:
+        app = display.launch(dialog, wait_window_ms=10000)
+        with display.session(app, attempt_id="py-app-exit", app_exit="record") as s:
+            results = s.actions([a.move_mouse(10, 10), a.key("Return")], settle=True)
+            assert [r.raw["settle"] for r in results][0] in ("settled", "still_loading")
+            evident.wait_for(lambda: not app.alive, 10, "the dialog to exit")
+            s.freeze()
+            assert s.app_exit is not None and s.app_exit["exit_status"] == 3
+            s.observe()
+            receipt = s.finish({"dialog": "closed"})
+        kinds = [e["kind"] for e in receipt["transcript"]]
+        assert kinds == ["initial_frame", "action", "action", "app_exit", "freeze", "observation",
+                         "claims"]
+        assert receipt["transcript"][3]["exit_status"] == 3
+        assert all("settle" in e for e in receipt["transcript"] if e["kind"] == "action")
+        result = s.verify()
+        assert result.ok, result.failed
+        assert "cpp" in result.verifiers
+
+
 def test_gil_is_released_during_long_calls(engine):
     with engine.create_display(width=128, height=128) as display:
         ticks = 0

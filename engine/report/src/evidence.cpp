@@ -11,6 +11,7 @@
 #include "evident/core/sha256.h"
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
+#include "evident/receipts/task_receipt.h"
 #include "evident/report/report.h"
 
 #include "evident/evidence/signed_verify.h"
@@ -190,6 +191,7 @@ Result<Evidence> load_evidence(const ReportOptions& options) {
   auto receipt = load_receipt_file(receipt_path);
   if (!receipt.ok()) return receipt.error();
   ev.receipt = std::move(*receipt);
+  ev.task = is_task_receipt(ev.receipt);
 
   // The events and the frames they name; every limit is checked before a frame is read.
   std::set<std::string> wanted;
@@ -211,17 +213,40 @@ Result<Evidence> load_evidence(const ReportOptions& options) {
       e.frame_sha256 = string_member(raw, "frame_sha256");
       if (!is_lower_hex(e.frame_sha256, 64)) e.frame_sha256.clear();
       if (const Json* s = member(raw, "settle")) e.settle = *s;
+      e.commitment = string_member(raw, "commitment");
+      if (!is_lower_hex(e.commitment, 64)) e.commitment.clear();
+      e.input_events = int_member(raw, "input_events");
+      if (e.kind == "turn") {
+        e.turn = int_member(raw, "turn");
+        e.call_count = int_member(raw, "call_count");
+        if (const Json* n = member(raw, "native_actions"); n && n->is_array()) {
+          for (const Json& a : *n) {
+            // Provider action names are short printable tokens (the verifier checks them).
+            if (a.is_string() && a.get_ref<const std::string&>().size() <= 64) {
+              e.native_actions.push_back(a.get<std::string>());
+            }
+            if (e.native_actions.size() >= 256) break;
+          }
+        }
+        e.model_image_sha256 = string_member(raw, "model_image_sha256");
+        if (!is_lower_hex(e.model_image_sha256, 64)) e.model_image_sha256.clear();
+      }
       e.extra = Json::object();
       if (raw.is_object()) {
         for (auto it = raw.begin(); it != raw.end(); ++it) {
           static const std::set<std::string> kShown = {
               "index", "kind", "action", "status", "input", "frame_sha256", "settle",
-              "projection_sha256", "pre_observation_sha256", "claims_sha256"};
-          if (!kShown.count(it.key())) e.extra[it.key()] = it.value();
+              "projection_sha256", "pre_observation_sha256", "claims_sha256", "result_sha256",
+              "commitment", "input_events"};
+          static const std::set<std::string> kTurnShown = {"turn", "call_count", "native_actions",
+                                                           "model_image_sha256", "call_ids_sha256"};
+          if (kShown.count(it.key()) || (e.kind == "turn" && kTurnShown.count(it.key()))) continue;
+          e.extra[it.key()] = it.value();
         }
       }
       if (e.kind == "action") e.projection_state = "absent";
       add_frame(e.frame_sha256);
+      add_frame(e.model_image_sha256);
       ev.events.push_back(std::move(e));
     }
   }
@@ -274,7 +299,7 @@ Result<Evidence> load_evidence(const ReportOptions& options) {
     if (e.kind == "initial_frame") at(e, "started_at");
     else if (e.kind == "freeze") at(e, "frozen_at");
     else if (e.kind == "observation") at(e, "observed_at");
-    else if (e.kind == "claims") at(e, "completed_at");
+    else if (e.kind == "claims" || e.kind == "result") at(e, "completed_at");
   }
 
   if (actions_size >= 0) {

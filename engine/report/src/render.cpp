@@ -88,7 +88,31 @@ std::string known(const std::string& value, std::initializer_list<std::string_vi
 std::string kind_label(const std::string& kind) {
   if (kind == "initial_frame") return "initial frame";
   if (kind == "app_exit") return "app exit";
+  if (kind == "result") return "result (the policy's final answer)";
   return kind.empty() ? "(unknown event)" : kind;
+}
+
+std::string describe_action(const ReportEvent& e);
+
+// Plain-text description of a task's turn event (escaped by the caller): "turn 2: 1 call
+// (left_click)", or "turn 3: final answer".
+std::string describe_turn(const ReportEvent& e) {
+  std::string out = "turn " + (e.turn ? num(*e.turn) : std::string("?"));
+  if (!e.call_count) return out;
+  if (*e.call_count == 0) return out + ": final answer (no calls)";
+  out += ": " + num(*e.call_count) + (*e.call_count == 1 ? " call" : " calls");
+  if (!e.native_actions.empty()) {
+    std::string names;
+    for (const auto& n : e.native_actions) names += (names.empty() ? "" : ", ") + n;
+    out += " (" + names + ")";
+  }
+  return out;
+}
+
+std::string describe_event(const ReportEvent& e) {
+  if (e.kind == "action") return describe_action(e);
+  if (e.kind == "turn") return describe_turn(e);
+  return kind_label(e.kind);
 }
 
 // Plain-text description of an action event (escaped by the caller). Only verified projection
@@ -252,6 +276,11 @@ std::string offset_text(const ReportEvent& e) {
 }
 
 std::string settle_text(const Json& settle) {
+  // A session action event records its outcome as a string (docs/receipts.md §13).
+  if (settle.is_string()) {
+    std::string outcome = known(settle.get<std::string>(), {"settled", "still_loading", "fixed", "off"});
+    return "settle: " + (outcome.empty() ? std::string("?") : outcome);
+  }
   if (!settle.is_object()) return "";
   std::string outcome = known(string_member(settle, "outcome"), {"settled", "still_loading", "fixed", "off"});
   auto ms = int_member(settle, "elapsed_ms");
@@ -299,14 +328,15 @@ figcaption{font-size:12px;color:var(--muted);margin-top:2px}
 
 std::string render_html(const Evidence& ev) {
   const Json& r = ev.receipt;
-  const std::string session_id = string_member(r, "session_id");
+  // A task receipt is named by its task_id (docs/receipts.md §12).
+  const std::string session_id = string_member(r, ev.task ? "task_id" : "session_id");
   std::string h;
   h.reserve(64 * 1024);
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
        "style-src 'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        "<meta name=\"generator\" content=\"evident report\">\n<title>Evident evidence: " +
-       esc(session_id.empty() ? "(no session id)" : session_id) + "</title>\n<style>";
+       esc(session_id.empty() ? (ev.task ? "(no task id)" : "(no session id)") : session_id) + "</title>\n<style>";
   h += kCss;
   for (const auto& [sha, f] : ev.frames) {
     if (f.matches) h += ".f-" + sha + "{background-image:url(data:image/png;base64," + base64(f.bytes) + ")}\n";
@@ -341,11 +371,27 @@ std::string render_html(const Evidence& ev) {
     return v ? num(*v) : std::string("\u2014");
   };
   h += "<dl class=\"meta\">";
-  row("session", text_or_dash(session_id));
+  row(ev.task ? "task" : "session", text_or_dash(session_id));
   row("receipt", text_or_dash(string_member(r, "receipt_id")));
   row("schema", text_or_dash(string_member(r, "schema")));
   if (const Json* engine = member(r, "engine")) {
     row("engine", esc(string_member(*engine, "name") + " " + string_member(*engine, "version")));
+    // v3 / tasks: the machine's id (docs/receipts.md §8), as the receipt states it.
+    if (member(*engine, "host_id")) row("host", text_or_dash(string_member(*engine, "host_id")));
+  }
+  if (ev.task) {
+    row("mode", text_or_dash(string_member(r, "mode")));
+    if (const Json* policy = member(r, "policy")) {
+      row("policy", "adapter " + text_or_dash(string_member(*policy, "adapter")) + " \u00b7 provider " +
+                        text_or_dash(string_member(*policy, "provider")) + " \u00b7 model " +
+                        text_or_dash(string_member(*policy, "model")) + " (declared by the caller)");
+    }
+    row("task sha256", text_or_dash(string_member(r, "task_sha256")));
+    if (!string_member(r, "prior_receipt_id").empty()) {
+      row("prior receipt", text_or_dash(string_member(r, "prior_receipt_id")));
+    }
+    row("turns", int_or_dash(&r, "turn_count") + " turns, " + int_or_dash(&r, "call_count") + " calls, " +
+                     int_or_dash(&r, "invalid_result_count") + " invalid final answers");
   }
   if (binding) {
     row("display", esc(string_member(*binding, "display_name")) + " (id " + int_or_dash(binding, "display_id") +
@@ -353,7 +399,7 @@ std::string render_html(const Evidence& ev) {
     row("app", "pid " + int_or_dash(binding, "app_pid") + " \u00b7 " + text_or_dash(string_member(*binding, "app_id")) +
                    " \u00b7 argv sha256 " + text_or_dash(string_member(*binding, "app_argv_sha256")));
     row("attempt", text_or_dash(string_member(*binding, "attempt_id")));
-    row("job sha256", text_or_dash(string_member(*binding, "job_sha256")));
+    if (!ev.task) row("job sha256", text_or_dash(string_member(*binding, "job_sha256")));
   }
   if (actor) row("actor", "<code>" + esc(actor->dump(-1, ' ', false, Json::error_handler_t::replace)) + "</code>");
   row("started", esc(string_member(r, "started_at")));
@@ -382,15 +428,24 @@ std::string render_html(const Evidence& ev) {
   // Observation and claims.
   std::string observed;
   if (const Json* obs = member(r, "observation")) observed = string_member(*obs, "sha256");
-  h += "<h2 id=\"observation\">Observed frame and claims</h2>\n<div class=\"big\" id=\"observed\">" +
-       figure(ev, is_lower_hex(observed, 64) ? observed : "", "observed frame (captured by observe, after input ended)", nullptr) +
-       "</div>\n<h3>Claims</h3>\n<p class=\"note\">The caller's claims about the observed frame, recorded as sent: evident does not judge them.</p>\n<pre class=\"claims\" id=\"claims\">";
-  if (const Json* claims = member(r, "claims")) h += esc(pretty(*claims));
+  if (ev.task) {
+    // A task's "claims" are the policy's final answer (docs/receipts.md §12).
+    h += "<h2 id=\"observation\">Observed frame and result</h2>\n<div class=\"big\" id=\"observed\">" +
+         figure(ev, is_lower_hex(observed, 64) ? observed : "", "observed frame (captured after the final answer, input sealed)", nullptr) +
+         "</div>\n<h3>Result</h3>\n<p class=\"note\">The policy's final answer, recorded as sent: evident does not judge it.</p>\n<pre class=\"claims\" id=\"claims\">";
+    if (const Json* result = member(r, "result")) h += esc(pretty(*result));
+  } else {
+    h += "<h2 id=\"observation\">Observed frame and claims</h2>\n<div class=\"big\" id=\"observed\">" +
+         figure(ev, is_lower_hex(observed, 64) ? observed : "", "observed frame (captured by observe, after input ended)", nullptr) +
+         "</div>\n<h3>Claims</h3>\n<p class=\"note\">The caller's claims about the observed frame, recorded as sent: evident does not judge them.</p>\n<pre class=\"claims\" id=\"claims\">";
+    if (const Json* claims = member(r, "claims")) h += esc(pretty(*claims));
+  }
   h += "</pre>\n";
 
   // Timeline.
   h += "<h2 id=\"timeline\">Timeline</h2>\n<p class=\"note\">Each row is one transcript event. An action's frame was captured "
-       "right after its input (after settle, where the event records one); it can predate the app's repaint. "
+       "right after its input, or after the display settled where the event records a settle outcome; without "
+       "settle it can predate the app's repaint, and only \"settled\" says the display was at rest. "
        "Times marked t+ are from begin; action times come from actions.json and are not bound by the receipt.</p>\n"
        "<ol class=\"timeline\">\n";
   std::string previous_frame;
@@ -402,10 +457,19 @@ std::string render_html(const Evidence& ev) {
            esc(e.projection_state) + "\" data-before-sha256=\"" + esc(previous_frame) + "\"";
     }
     h += "><div class=\"head\"><span class=\"idx\">#" + num(e.index) + "</span><span class=\"kind\">" +
-         esc(e.kind == "action" ? describe_action(e) : kind_label(e.kind)) + "</span>";
+         esc(describe_event(e)) + "</span>";
     if (e.kind == "action") {
       h += status_badge(e.status);
-      if (e.input) h += std::string("<span class=\"note\">") + (*e.input ? "input sent" : "no input") + "</span>";
+      if (e.input) {
+        h += std::string("<span class=\"note\">") + (*e.input ? "input sent" : "no input") +
+             (e.input_events ? " (" + num(*e.input_events) + " X events)" : std::string()) + "</span>";
+      }
+      if (!e.commitment.empty()) {
+        h += "<span class=\"commitment\" data-commitment=\"" + e.commitment +
+             "\" title=\"H(evident/commitment/v1, {salt, value}): binds the typed text or key without "
+             "revealing it; evident disclose reveals it\">salted commitment <code>" + short_sha(e.commitment) +
+             "</code></span>";
+      }
     }
     if (std::string s = settle_text(e.settle); !s.empty()) h += "<span class=\"settle\">" + esc(s) + "</span>";
     if (std::string t = offset_text(e); !t.empty()) h += "<span class=\"time\">" + esc(t) + "</span>";
@@ -424,8 +488,14 @@ std::string render_html(const Evidence& ev) {
         h += "<p class=\"note\">The frame after this action is byte-identical to the one before: no change was captured "
              "(the app may not have repainted yet).</p>";
       }
+    } else if (e.kind == "turn" && !e.model_image_sha256.empty() && e.model_image_sha256 != e.frame_sha256) {
+      // The adapter scaled the display frame for the model: show both.
+      h += "<div class=\"pair\">" + figure(ev, e.frame_sha256, "the display frame of this turn", nullptr) +
+           figure(ev, e.model_image_sha256, "the image the model was shown", nullptr) + "</div>";
     } else if (!e.frame_sha256.empty()) {
-      h += "<div class=\"single\">" + figure(ev, e.frame_sha256, kind_label(e.kind), nullptr) + "</div>";
+      h += "<div class=\"single\">" +
+           figure(ev, e.frame_sha256, e.kind == "turn" ? "the frame the model was shown" : kind_label(e.kind), nullptr) +
+           "</div>";
     }
     h += "</li>\n";
     if (!e.frame_sha256.empty()) previous_frame = e.frame_sha256;
@@ -500,7 +570,19 @@ std::string render_markdown(const Evidence& ev, const std::string& link_base_dir
   }
   const Json* binding = member(r, "binding");
   auto code = [](const std::string& s) { return s.empty() ? std::string("\u2014") : md(s); };
-  m += "- session " + code(string_member(r, "session_id")) + ", receipt " + code(string_member(r, "receipt_id")) + "\n";
+  if (ev.task) {
+    m += "- task " + code(string_member(r, "task_id")) + " (" + md(string_member(r, "mode")) + "), receipt " +
+         code(string_member(r, "receipt_id")) + "\n";
+    if (const Json* policy = member(r, "policy")) {
+      m += "- policy " + code(string_member(*policy, "adapter")) + " / " + code(string_member(*policy, "provider")) + " / " +
+           code(string_member(*policy, "model")) + " (declared)\n";
+    }
+  } else {
+    m += "- session " + code(string_member(r, "session_id")) + ", receipt " + code(string_member(r, "receipt_id")) + "\n";
+  }
+  if (const Json* engine = member(r, "engine"); engine && member(*engine, "host_id")) {
+    m += "- host " + code(string_member(*engine, "host_id")) + "\n";
+  }
   if (binding) {
     auto pid = int_member(*binding, "app_pid");
     m += "- app pid " + (pid ? std::to_string(*pid) : std::string("?")) + " on display " +
@@ -519,16 +601,17 @@ std::string render_markdown(const Evidence& ev, const std::string& link_base_dir
   m += "| # | event | status | time | frame |\n|---|---|---|---|---|\n";
   std::string previous;
   for (const auto& e : ev.events) {
-    std::string what = e.kind == "action" ? describe_action(e) : kind_label(e.kind);
+    std::string what = describe_event(e);
     if (e.kind == "action" && e.projection_state == "mismatch") what += " (projection mismatch)";
     if (std::string s = settle_text(e.settle); !s.empty()) what += "; " + s;
+    if (!e.commitment.empty()) what += "; salted commitment " + e.commitment.substr(0, 12);
     std::string frame = link(e.frame_sha256);
     if (e.kind == "action" && !e.frame_sha256.empty() && e.frame_sha256 == previous) frame += " (unchanged)";
     m += "| " + std::to_string(e.index) + " | " + md(what) + " | " + md(e.status) + " | " + md(offset_text(e)) + " | " + frame + " |\n";
     if (!e.frame_sha256.empty()) previous = e.frame_sha256;
   }
   m += "\n";
-  if (const Json* claims = member(r, "claims")) {
+  if (const Json* claims = member(r, ev.task ? "result" : "claims")) {
     std::string text = pretty(*claims);
     // A fence longer than any run of backticks in the text, so nothing inside can close it.
     std::size_t longest = 0, run = 0;
@@ -537,7 +620,9 @@ std::string render_markdown(const Evidence& ev, const std::string& link_base_dir
       longest = std::max(longest, run);
     }
     std::string fence(std::max<std::size_t>(3, longest + 1), '`');
-    m += "<details><summary>Claims (the caller's, recorded as sent)</summary>\n\n" + fence + "json\n" + text + "\n" + fence +
+    m += std::string(ev.task ? "<details><summary>Result (the policy's final answer, recorded as sent)</summary>\n\n"
+                             : "<details><summary>Claims (the caller's, recorded as sent)</summary>\n\n") +
+         fence + "json\n" + text + "\n" + fence +
          "\n\n</details>\n\n";
   }
   m += "<details><summary>Checks</summary>\n\n";

@@ -207,6 +207,75 @@ TEST(Report, GoldenRendersEveryEventWithEveryCheckPassing) {
   EXPECT_EQ(html.find("shift"), std::string::npos);
 }
 
+// A task receipt (the stage vector of receipts/task): named by its task id, with its mode,
+// policy and host; each turn event is a row of its own saying its calls, with the display frame
+// and the (scaled) image the model was shown; the result in place of claims.
+TEST(Report, TaskReceiptHasTurnRowsPolicyAndResult) {
+  const std::string src = testing::source_path("receipts/task/stage");
+  const std::string dir = "/tmp/evident-report-task-" + random_hex(8);
+  fs::create_directories(dir);
+  fs::copy_file(src + "/receipt.json", dir + "/receipt.json");
+  for (const auto& f : fs::directory_iterator(src + "/frames")) {
+    fs::copy_file(f.path(), dir + "/" + f.path().filename().string());
+  }
+  Evidence ev = load(dir);
+  EXPECT_TRUE(ev.task);
+  EXPECT_TRUE(ev.ok) << ::testing::PrintToString(failed(ev));
+  const Json& r = ev.receipt;
+  std::string html = render_html(ev);
+  EXPECT_EQ(count(html, "<li class=\"event\""), r["transcript"].size());
+  EXPECT_EQ(html.find("<dt>session</dt>"), std::string::npos);
+  EXPECT_NE(html.find("<dt>task</dt><dd><code>" + r["task_id"].get<std::string>() + "</code>"), std::string::npos);
+  EXPECT_NE(html.find("<dt>host</dt><dd><code>" + r["engine"]["host_id"].get<std::string>() + "</code>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<code>" + r["policy"]["model"].get<std::string>() + "</code>"), std::string::npos);
+  EXPECT_NE(html.find("<title>Evident evidence: " + r["task_id"].get<std::string>()), std::string::npos);
+  // Turn rows, as the receipt states them (expected text written from the vector's members).
+  EXPECT_EQ(count(html, "data-kind=\"turn\""), 4u);
+  EXPECT_NE(html.find("<span class=\"kind\">turn 1: 2 calls (left_click, type)</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"kind\">turn 2: 3 calls (key, type, zoom, left_click)</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"kind\">turn 4: final answer (no calls)</span>"), std::string::npos);
+  // Turn 1's model image was scaled: both it and the display frame are shown.
+  const Json& t1 = r["transcript"][1];
+  ASSERT_NE(t1["model_image_sha256"], t1["frame_sha256"]);
+  EXPECT_EQ(ev.frames.count(t1["model_image_sha256"].get<std::string>()), 1u);
+  EXPECT_NE(html.find("the image the model was shown \u00b7 <code>" +
+                      t1["model_image_sha256"].get<std::string>().substr(0, 12)), std::string::npos);
+  // The result, not claims; the commitments of the typed text and the key, never the secrets.
+  EXPECT_NE(html.find("<h3>Result</h3>"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"commitment\""), 3u);
+  for (const Json& e : r["transcript"]) {
+    if (e.contains("commitment")) {
+      EXPECT_NE(html.find("data-commitment=\"" + e["commitment"].get<std::string>() + "\""), std::string::npos);
+    }
+  }
+  std::string markdown = render_markdown(ev, dir);
+  EXPECT_NE(markdown.find("- task " + r["task_id"].get<std::string>()), std::string::npos);
+  EXPECT_NE(markdown.find("| 1 | turn 1: 2 calls \\(left\\_click, type\\) |"), std::string::npos);
+  EXPECT_NE(markdown.find("Result (the policy's final answer"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A session begun with app_exit "record" whose batch had settle: the settle outcome of each
+// action and the app's exit (with its status) are rows of the timeline.
+TEST(Report, SettleOutcomesAndTheAppExitAreShown) {
+  EvidenceDir d("v3-app-exit-settle");
+  Evidence ev = load(d.path());
+  EXPECT_TRUE(ev.ok) << ::testing::PrintToString(failed(ev));
+  std::string html = render_html(ev);
+  EXPECT_EQ(count(html, "<span class=\"settle\">settle: settled</span>"), 1u);
+  EXPECT_EQ(count(html, "<span class=\"settle\">settle: still_loading</span>"), 1u);
+  EXPECT_EQ(count(html, "<span class=\"settle\">settle: fixed</span>"), 1u);
+  EXPECT_EQ(count(html, "data-kind=\"app_exit\""), 1u);
+  EXPECT_NE(html.find("<span class=\"kind\">app exit</span>"), std::string::npos);
+  EXPECT_NE(html.find("{&quot;exit_status&quot;:3}"), std::string::npos);
+  EXPECT_NE(html.find("<dt>host</dt>"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"commitment\""), 1u);  // the key action
+  std::string markdown = render_markdown(ev, d.path());
+  EXPECT_NE(markdown.find("settle: still\\_loading"), std::string::npos);
+  EXPECT_NE(markdown.find("| 4 | app exit |"), std::string::npos);
+}
+
 TEST(Report, TamperedProjectionIsAFailedCheckAndIsNotDrawn) {
   EvidenceDir d("three-actions");
   auto doc = parse_json_strict(read_text(d.path() + "/actions.json"), 1 << 20, "t");

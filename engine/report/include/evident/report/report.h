@@ -57,6 +57,12 @@ struct ReportEvent {
   std::string frame_sha256;       // "" when absent or not hex64
   Json settle;                    // the event's settle member, if any (else null)
   Json extra;                     // members not shown elsewhere (e.g. an app_exit status)
+  std::string commitment;         // v3 action events: the salted commitment (hex64), else ""
+  std::optional<std::int64_t> input_events;  // v3 action events
+  // Task receipts' turn events (docs/receipts.md §12): one row each.
+  std::optional<std::int64_t> turn, call_count;
+  std::vector<std::string> native_actions;   // printable names only
+  std::string model_image_sha256;            // "" when absent or not hex64
   // actions.json: the projection, shown only when it re-hashes to projection_sha256.
   Json projection;                // null unless projection_state == "ok"
   std::string projection_state;   // action events: ok | mismatch | absent
@@ -68,6 +74,7 @@ struct ReportEvent {
 struct Evidence {
   std::string evidence_dir, frames_dir;
   Json receipt;
+  bool task = false;                    // an evident.task-receipt/v1 (else a session receipt)
   VerifyReport verify;                  // the receipts verifier, with --frames
   std::vector<VerifyCheck> checks;      // verify's checks, then the report's own (below)
   bool ok = false;                      // every check passed
