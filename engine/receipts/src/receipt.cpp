@@ -255,6 +255,13 @@ Result<Json> build_actions_file(const ReceiptInput& input, const Json& receipt) 
   if (next != input.actions.size()) {
     return make_error("receipt-invalid", "actions file: fewer action events than actions");
   }
+  // A task receipt's file names its task (docs/evidence.md): "task_id" in place of "session_id".
+  if (receipt.contains("task_id")) {
+    return Json{{"schema", kActionsSchema},
+                {"task_id", receipt.value("task_id", "")},
+                {"receipt_id", *rid},
+                {"actions", std::move(entries)}};
+  }
   return Json{{"schema", kActionsSchema},
               {"session_id", receipt.value("session_id", "")},
               {"receipt_id", *rid},

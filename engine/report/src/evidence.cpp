@@ -97,7 +97,10 @@ VerifyCheck check_actions_file(const std::string& text, const Json& receipt,
     }
     return true;
   };
-  if (!exact_keys(doc, {"schema", "session_id", "receipt_id", "actions"}) ||
+  // A task's file names its task_id in place of the session_id.
+  const bool task = receipt.contains("task_id");
+  const char* id_key = task ? "task_id" : "session_id";
+  if (!exact_keys(doc, {"schema", id_key, "receipt_id", "actions"}) ||
       string_member(doc, "schema") != kActionsSchema) {
     c.detail = "actions.json is not an evident.actions/v1 document";
     return c;
@@ -114,8 +117,8 @@ VerifyCheck check_actions_file(const std::string& text, const Json& receipt,
   std::string problem;
   if (string_member(doc, "receipt_id") != string_member(receipt, "receipt_id")) {
     problem = "actions.json names another receipt_id";
-  } else if (string_member(doc, "session_id") != string_member(receipt, "session_id")) {
-    problem = "actions.json names another session_id";
+  } else if (string_member(doc, id_key) != string_member(receipt, id_key)) {
+    problem = std::string("actions.json names another ") + id_key;
   } else if (entries->size() != action_events.size()) {
     problem = "actions.json lists " + std::to_string(entries->size()) + " actions; the transcript has " +
               std::to_string(action_events.size());

@@ -22,6 +22,7 @@
 #include "evident/receipts/receipt.h"
 #include "evident/report/report.h"
 #include "../../receipts/tests/golden.h"
+#include "../../receipts/tests/task_golden.h"
 
 namespace evident {
 namespace {
@@ -218,11 +219,28 @@ TEST(Report, TaskReceiptHasTurnRowsPolicyAndResult) {
   for (const auto& f : fs::directory_iterator(src + "/frames")) {
     fs::copy_file(f.path(), dir + "/" + f.path().filename().string());
   }
+  // actions.json as the task lane writes it: the vector's projections, named by the task id.
+  {
+    ReceiptInput projections;
+    projections.actions = testing::task_vector_input("stage").actions;
+    auto receipt = load_receipt_file(dir + "/receipt.json");
+    ASSERT_TRUE(receipt.ok());
+    ASSERT_TRUE(write_actions_file(dir, projections, *receipt).ok());
+    std::string text = read_text(dir + "/actions.json");
+    EXPECT_NE(text.find("\"task_id\":\"" + (*receipt)["task_id"].get<std::string>() + "\""), std::string::npos);
+    EXPECT_EQ(text.find("session_id"), std::string::npos);
+    EXPECT_EQ(text.find("\"text\""), std::string::npos);  // projections hold no typed text
+  }
   Evidence ev = load(dir);
   EXPECT_TRUE(ev.task);
   EXPECT_TRUE(ev.ok) << ::testing::PrintToString(failed(ev));
+  ASSERT_GE(ev.checks.size(), 2u);
+  EXPECT_EQ(ev.checks[ev.checks.size() - 2].name, "actions_file");
+  EXPECT_EQ(ev.checks.back().name, "action_projections");
   const Json& r = ev.receipt;
   std::string html = render_html(ev);
+  // Geometry for the vector's two clicks and its zoom (before and after each).
+  EXPECT_EQ(count(html, "<g class=\"geom\""), 6u);
   EXPECT_EQ(count(html, "<li class=\"event\""), r["transcript"].size());
   EXPECT_EQ(html.find("<dt>session</dt>"), std::string::npos);
   EXPECT_NE(html.find("<dt>task</dt><dd><code>" + r["task_id"].get<std::string>() + "</code>"), std::string::npos);

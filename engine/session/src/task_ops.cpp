@@ -311,6 +311,14 @@ Json SessionManager::finish_task(Call& c, const Json& result) {
   if (!receipt) return end_failed(Failure{"receipt-failed", receipt.error()});
   sync_dir_fs(r.evidence_dir);  // the frames, durably, before receipt.json
   {
+    // actions.json: each action's projection, for the report's geometry (docs/evidence.md).
+    ReceiptInput projections;
+    projections.actions = in.actions;
+    if (auto st = write_actions_file(r.evidence_dir, projections, *receipt); !st) {
+      return end_failed(Failure{"evidence-write-failed", st.error()});
+    }
+  }
+  {
     std::lock_guard<std::mutex> lock(mu_);
     r.receipt = *receipt;
     r.receipt_id = (*receipt)["receipt_id"].get<std::string>();

@@ -152,6 +152,17 @@ TEST(TaskLaneX11, StageTasksDriveTheRealAppAndEndInVerifiedReceiptsThenAttestFol
   EXPECT_NE(v.out.find("\"authenticated\":true"), std::string::npos) << v.out;
   // Nothing secret: the typed text is only committed to, never written.
   EXPECT_EQ(testing::slurp(fin["receipt_path"]).find("\"text\""), std::string::npos);
+  // actions.json names the task and lists each action's projection (for the report's geometry).
+  {
+    const std::string actions_text = testing::slurp(dir + "/actions.json");
+    EXPECT_EQ(actions_text.find("\"text\""), std::string::npos);
+    auto doc = parse_json_strict(actions_text, 1 << 20, "test");
+    ASSERT_TRUE(doc.ok()) << actions_text;
+    EXPECT_EQ((*doc)["task_id"], id);
+    EXPECT_EQ((*doc)["receipt_id"], receipt["receipt_id"]);
+    ASSERT_EQ((*doc)["actions"].size(), receipt["action_count"].get<std::size_t>());
+    EXPECT_EQ((*doc)["actions"][0]["projection"]["type"], "click");
+  }
 
   // 2. anthropic-computer-20250124: one click on the counter, then a text final answer.
   b = t.begin("stage", "anthropic-computer-20250124", "attempt-anthropic");
