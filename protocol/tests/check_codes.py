@@ -67,6 +67,8 @@ NOT_CODES = {
 
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
+# ids, not codes: a session, task or receipt id is a prefix and 32 hex digits (docs/receipts.md)
+ID = re.compile(r"^[a-z]{2,4}-[0-9a-f]{32}$")
 MAKE_ERROR = re.compile(r'make_error\(\s*"([^"]+)"')
 PY_RAISE = re.compile(r'(?:Error|error_class_for\([^)]*\))\(\s*"([a-z][a-z0-9-]*)"')
 
@@ -99,7 +101,7 @@ def main() -> int:
             text = strip_comments(f.read())
         for m in LITERAL.finditer(text):
             s = m.group(1)
-            if KEBAB.match(s):
+            if KEBAB.match(s) and not ID.match(s):
                 seen.setdefault(s, rel)
         # codes written into JSON or messages by hand (raw strings included)
         for m in re.finditer(r'\\?"code\\?"\s*:\s*\\?"([a-z][a-z0-9-]*)|error \[([a-z][a-z0-9-]*)\]', text):
