@@ -10,6 +10,7 @@
 #include "evident/core/random.h"
 #include "evident/display/windows.h"
 #include "evident/display/x11.h"
+#include "app_logs.h"
 #include "display_internal.h"
 
 namespace evident {
@@ -138,12 +139,22 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   EVIDENT_TRY(make_private_dir(options_.runtime_dir));
   EVIDENT_TRY(make_private_dir(options_.runtime_dir + "/apps"));
   app->info.log_path = options_.runtime_dir + "/apps/" + app->info.app_id + ".log";
-  Fd log(::open(app->info.log_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
-                0600));
+  // The app writes into a pipe that the log thread copies into its log, bounded (app_logs.h).
+  auto log_fd = logs_->open(app->info.log_path);
+  if (!log_fd.ok()) return log_fd.error();
+  Fd log(*log_fd);
+  // Every way out of this launch without a registered app ends its log (kept among the newest).
+  struct LogEnder {
+    AppLogs& logs;
+    const std::string& path;
+    bool registered = false;
+    ~LogEnder() {
+      if (!registered) logs.ended(path);
+    }
+  } log_ender{*logs_, app->info.log_path};
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (log.fd < 0 || devnull.fd < 0) {
-    return make_error("app-launch-failed", std::string("cannot create the app's log: ") +
-                                               std::strerror(errno));
+  if (devnull.fd < 0) {
+    return make_error("app-launch-failed", std::string("cannot open /dev/null: ") + std::strerror(errno));
   }
 
   // For --wait-window-ms: watch root's children from BEFORE the spawn, so no map is missed.
@@ -181,6 +192,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     return make_error("app-launch-failed",
                       "cannot launch the command (argv[0]): " + child.error().message);
   }
+  log.reset();  // only the app holds the write end: EOF on the pipe once it and its children end
   app->child = std::move(*child);
   app->info.pid = app->child->pid();
   {
@@ -191,11 +203,16 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     }
     apps_[app->info.app_id] = app;
   }
+  log_ender.registered = true;
   auto forget = [&] {
-    std::lock_guard lock(mu_);
-    apps_.erase(app->info.app_id);
+    {
+      std::lock_guard lock(mu_);
+      apps_.erase(app->info.app_id);
+    }
+    logs_->ended(app->info.log_path);
   };
   auto exited_error = [&](int status) {
+    logs_->flush(app->info.log_path);  // what it printed before exiting is in the log it names
     return make_error("app-exited", "the app exited at once with status " + std::to_string(status) +
                                         " (its output is in " + app->info.log_path + ")");
   };
@@ -249,7 +266,9 @@ Result<int> DisplayManager::stop_app(const std::string& app_id) {
     app = it->second;
     apps_.erase(it);
   }
-  return app->child->stop(kAppStopBoundMs);
+  auto status = app->child->stop(kAppStopBoundMs);
+  logs_->ended(app->info.log_path);
+  return status;
 }
 
 std::vector<AppInfo> DisplayManager::list_apps() {
@@ -295,6 +314,7 @@ void DisplayManager::stop_apps_of(int display_id, const std::string& generation)
     }
   }
   stop_all(victims, kAppStopBoundMs);
+  for (const auto& v : victims) logs_->ended(v->info.log_path);
 }
 
 }  // namespace evident

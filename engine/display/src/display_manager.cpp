@@ -6,6 +6,7 @@
 
 #include "evident/core/random.h"
 #include "evident/display/x11.h"
+#include "app_logs.h"
 #include "display_internal.h"
 
 namespace evident {
@@ -18,7 +19,9 @@ bool operator==(const DisplayOptions& a, const DisplayOptions& b) {
   return a.width == b.width && a.height == b.height && a.depth == b.depth && a.dpi == b.dpi;
 }
 
-DisplayManager::DisplayManager(DisplayManagerOptions options) : options_(std::move(options)) {
+DisplayManager::DisplayManager(DisplayManagerOptions options)
+    : options_(std::move(options)),
+      logs_(std::make_unique<AppLogs>(kAppLogMaxBytes, kAppLogsKept)) {
   ensure_xlib_initialized();
   for (const auto& o : options_.warm) {
     // An invalid entry could never be leased (create validates first): skip it.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -201,6 +202,58 @@ TEST_F(AppTest, BadArgvIsRefused) {
   EXPECT_EQ(mgr_->launch_app(id(), gen(), {"true"}, -1).error().code, "app-args");
   EXPECT_EQ(mgr_->launch_app(id() + 1000, gen(), {"true"}, 0).error().code, "display-not-found");
   EXPECT_TRUE(mgr_->list_apps().empty());
+}
+
+// Issue #9 item 8: an app's output is bounded (docs/displays.md "App output"). The app writes
+// 3,000,010 bytes; the log is rotated at exactly app_log_max_bytes, so the current file holds the
+// last 3,000,010 - 2 x 1 MiB bytes (ending with what was written last) and .log.1 the MiB before.
+TEST_F(AppTest, OutputLogIsRotatedAtItsBound) {
+  ASSERT_EQ(DisplayManager::kAppLogMaxBytes, 1048576u);  // the arithmetic below
+  auto app = mgr_->launch_app(
+      id(), gen(), {"/bin/sh", "-c", "head -c 3000000 /dev/zero | tr '\\000' x; echo; echo END-MARK; exec sleep 100"},
+      0);
+  ASSERT_TRUE(app.ok()) << app.error().message;
+  ASSERT_TRUE(testing::wait_file_contains(app->log_path, "END-MARK\n", 20000));
+  struct stat cur{}, old{};
+  ASSERT_EQ(::stat(app->log_path.c_str(), &cur), 0);
+  ASSERT_EQ(::stat((app->log_path + ".1").c_str(), &old), 0);
+  EXPECT_EQ(cur.st_size, 3000010 - 2 * 1048576);
+  EXPECT_EQ(old.st_size, 1048576);
+  EXPECT_EQ(cur.st_mode & 0777, 0600u);
+  EXPECT_EQ(old.st_mode & 0777, 0600u);
+  const std::string tail = testing::slurp(app->log_path);
+  EXPECT_EQ(tail.substr(tail.size() - 10), "\nEND-MARK\n");
+  EXPECT_TRUE(mgr_->stop_app(app->app_id).ok());
+}
+
+// Logs of ended apps are kept up to app_logs_kept (the newest); older ones are removed.
+// Before, every app's log stayed in the runtime dir until the engine stopped.
+TEST_F(AppTest, EndedAppLogsAreBoundedInNumber) {
+  const std::size_t n = DisplayManager::kAppLogsKept + 4;
+  std::vector<std::string> logs;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto app = mgr_->launch_app(id(), gen(), {"/bin/sh", "-c", "echo out-" + std::to_string(i) + "; exec sleep 100"}, 0);
+    ASSERT_TRUE(app.ok()) << app.error().message;
+    ASSERT_TRUE(testing::wait_file_contains(app->log_path, "out-" + std::to_string(i) + "\n", 10000));
+    ASSERT_TRUE(mgr_->stop_app(app->app_id).ok());
+    logs.push_back(app->log_path);
+  }
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/rt/apps")) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, DisplayManager::kAppLogsKept);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(testing::path_exists(logs[i]), i >= n - DisplayManager::kAppLogsKept) << i;
+  }
+  EXPECT_EQ(testing::slurp(logs.back()), "out-" + std::to_string(n - 1) + "\n");
+  // An app that exits at once: its error names its log, which holds what it printed.
+  auto exited = mgr_->launch_app(id(), gen(), {"/bin/sh", "-c", "echo early-exit-output; exit 3"}, 5000);
+  ASSERT_FALSE(exited.ok());
+  EXPECT_EQ(exited.error().code, "app-exited");
+  const std::string m = exited.error().message;
+  const auto at = m.find(dir_ + "/rt/apps/");
+  ASSERT_NE(at, std::string::npos) << m;
+  const std::string path = m.substr(at, m.find(')', at) - at);
+  EXPECT_EQ(testing::slurp(path), "early-exit-output\n");
 }
 
 }  // namespace

@@ -250,6 +250,8 @@ struct DisplayManagerOptions {
 // Equal width, height, depth and dpi.
 bool operator==(const DisplayOptions& a, const DisplayOptions& b);
 
+class AppLogs;  // the apps' output logs (src/app_logs.h)
+
 class DisplayManager {
  public:
   explicit DisplayManager(DisplayManagerOptions options);
@@ -313,6 +315,10 @@ class DisplayManager {
   static constexpr std::int64_t kMaxWaitWindowMs = protocol::kAppWaitWindowMsMax;
   static constexpr std::int64_t kWarmRetryMs = 1000;
   static constexpr std::int64_t kKeyboardLayoutBoundMs = 10000;
+  // An app's output log is rotated at this size (the current file and one previous, <id>.log.1),
+  // and the logs of this many ended apps are kept (docs/displays.md "App output").
+  static constexpr std::uint64_t kAppLogMaxBytes = 1024 * 1024;
+  static constexpr std::size_t kAppLogsKept = 16;
 
  private:
   struct App {
@@ -353,6 +359,7 @@ class DisplayManager {
   std::condition_variable warm_cv_;  // refill wanted / shutting down
   std::condition_variable warm_ready_cv_;  // a slot became ready / shutting down
   std::thread warm_thread_;
+  std::unique_ptr<AppLogs> logs_;  // bounded: docs/displays.md "App output"
 };
 
 }  // namespace evident
