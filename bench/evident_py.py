@@ -162,7 +162,9 @@ def mode_turn(engine, args):
     """Agent turns through the task lane (docs/agents.md): each sample is one task.turn call
     carrying an Anthropic computer_20250124 response with one left_click, timed from the response
     going in to the provider-native tool_result (with the fresh frame as base64 PNG) coming out.
-    Tasks of 11 click turns each, ended by a valid final answer (so every task ends in a receipt).
+    Tasks of 11 click turns each, begun with settle off (task.begin "settle": false: each frame
+    is taken straight after its action), ended by a valid final answer (so every task ends in a
+    receipt).
     Checked: every click reached the fixture app, every turn answered its call with an image whose
     bytes hash to the turn's frame digest."""
     import base64
@@ -190,7 +192,8 @@ def mode_turn(engine, args):
                       "attempt_id": "bench-turn-%d-%s" % (t, os.urandom(4).hex()),
                       "task_sha256": task_sha,
                       "policy": {"adapter": "anthropic-computer-20250124", "provider": "bench",
-                                 "model": "none"}})
+                                 "model": "none"},
+                      "settle": False})   # the row measures a turn without settle
             if not b.get("ok"):
                 problems.append("begin: %s" % b.get("error", {}).get("code"))
                 break

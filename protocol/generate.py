@@ -70,7 +70,7 @@ def _walk_fields(doc: Dict[str, Any], where: str, fields: Dict[str, Any]) -> Non
         if not SNAKE.match(name):
             raise ProtocolError(f"{where}: field {name!r} is not snake_case")
         if spec.get("type") not in ("integer", "string", "enum", "array", "object", "sha256_hex",
-                                    "settle", "boolean"):
+                                    "settle", "task_settle", "boolean"):
             raise ProtocolError(f"{where}.{name}: unknown type {spec.get('type')!r}")
         for key in ("min", "max", "min_bytes", "max_bytes", "min_items", "max_items", "default",
                     "max_canonical_bytes"):
@@ -446,6 +446,8 @@ def bound(doc: Dict[str, Any], spec: Dict[str, Any]) -> str:
         parts.append("64 lowercase hex")
     elif t == "settle":
         parts.append("`false` | `true` | ms")
+    elif t == "task_settle":
+        parts.append("`false` | `true` | `{quiet_ms, cap_ms}`")
     elif t == "array":
         items = spec.get("items", "")
         rng = f"{lo if lo is not None else 0}..{hi}" if hi is not None else f"≥ {lo}"

@@ -165,6 +165,7 @@ def test_begin_turns_and_receipt(lane_setup):
                      "app_id": "app-1", "attempt_id": "att-1", "task_sha256": hashlib.sha256(TASK.encode()).hexdigest(),
                      "policy": POLICY}
     assert "prior_receipt_id" not in begin
+    assert "settle" not in begin          # the engine's default unless asked
     turns = [r for r in lane.requests if r["op"] == "turn"]
     assert [t["sequence"] for t in turns] == [0, 1, 2]
     assert [t["response"] for t in turns] == script._responses        # exactly as the policy gave them
@@ -180,6 +181,14 @@ def test_begin_turns_and_receipt(lane_setup):
     assert run.receipt_path == str(tmp / "receipt.json") and run.evidence_dir == str(tmp)
     assert (run.mode, run.turn_count, run.attempt_id, run.policy) == ("stage", 3, "att-1", POLICY)
     assert not [r for r in lane.requests if r["op"] == "abort"]
+
+
+def test_settle_is_sent_in_begin_as_given(lane_setup):
+    backend, engine, display, tmp = lane_setup
+    for settle in (False, True, {"quiet_ms": 50, "cap_ms": 400}):
+        lane = FakeTaskLane(backend, tmp)
+        run_task(display, "app-1", ScriptedPolicy([{"result": {}}]), task=TASK, settle=settle, **POLICY)
+        assert lane.begin_req["settle"] == settle
 
 
 def test_attest_takes_lineage_and_attempt_from_the_stage_run(lane_setup):

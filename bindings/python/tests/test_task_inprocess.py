@@ -90,3 +90,39 @@ def test_refusals_are_task_codes_and_a_large_turn_passes_the_envelope(world):
     assert s["error"]["code"] == "request-too-large"
     a = task(engine, {"op": "abort", "task_id": tid, "sequence": 1})
     assert a["ok"] is True and a["phase"] == "aborted"
+
+
+def test_settle_chosen_at_begin_reaches_every_frame_after_input(world):
+    """task.begin `settle`: off takes each frame straight after its action (results say "off"),
+    a chosen quiet time and cap wait for the real display's quiet (settled or still_loading),
+    the default is on; a bad value is task-command and begins nothing (the display stays free)."""
+    engine, display, app, _ = world
+    move = {"calls": [{"id": "m", "actions": [{"type": "move_mouse", "x": 300, "y": 190}]}]}
+
+    def run(attempt, settle):
+        request = {"op": "begin", "mode": "stage", "display_id": display.id,
+                   "generation": display.generation, "app_id": app.id, "attempt_id": attempt,
+                   "task_sha256": TASK_SHA,
+                   "policy": {"adapter": "evident", "provider": "scripted", "model": "none"}}
+        if settle is not None:
+            request["settle"] = settle
+        b = task(engine, request)
+        assert b["ok"] is True, b
+        t = task(engine, {"op": "turn", "task_id": b["task_id"], "sequence": 0, "response": move})
+        assert t["ok"] is True, t
+        a = task(engine, {"op": "abort", "task_id": b["task_id"], "sequence": 1})
+        assert a["ok"] is True
+        return b["settle"], t["results"][0]["actions"][0]["settle"]
+
+    assert run("py-settle-off", False) == (False, "off")
+    shown, outcome = run("py-settle-ms", {"quiet_ms": 20, "cap_ms": 200})
+    assert shown == {"quiet_ms": 20, "cap_ms": 200} and outcome in ("settled", "still_loading")
+    shown, outcome = run("py-settle-default", None)
+    assert shown == {"quiet_ms": 300, "cap_ms": 2000} and outcome in ("settled", "still_loading")
+    for bad in ({"quiet_ms": 0}, {"cap_ms": 5001}, {"quiet_ms": 50, "cap_ms": 10}, "off", 300):
+        r = task(engine, {"op": "begin", "mode": "stage", "display_id": display.id,
+                          "generation": display.generation, "app_id": app.id, "attempt_id": "py-bad",
+                          "task_sha256": TASK_SHA, "settle": bad,
+                          "policy": {"adapter": "evident", "provider": "scripted", "model": "none"}})
+        assert r["error"]["code"] == "task-command", (bad, r)
+    assert run("py-settle-after", False) == (False, "off")   # nothing was left holding the display

@@ -64,7 +64,7 @@ class DisplayLease final : public SessionLease {
                                 static_cast<std::int64_t>(r.input_events)};
   }
 
-  std::string settle(std::int64_t cap_ms) override {
+  std::string settle(std::int64_t quiet_ms, std::int64_t cap_ms) override {
     const std::int64_t anchor = executor_->last_input_us();
     if (anchor == 0 || anchor == settled_anchor_) return to_string(SettleOutcome::kFixed);
     settled_anchor_ = anchor;
@@ -74,7 +74,7 @@ class DisplayLease final : public SessionLease {
     if (!in_use) return to_string(SettleOutcome::kOff);
     std::lock_guard<std::mutex> lock(d_->x_mutex());
     if (!d_->dpy() || !d_->alive()) return to_string(SettleOutcome::kOff);
-    return to_string(ctx.watcher->wait_settled(anchor, kSettleQuietMs, cap_ms));
+    return to_string(ctx.watcher->wait_settled(anchor, quiet_ms, cap_ms));
   }
 
 

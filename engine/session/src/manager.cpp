@@ -224,7 +224,7 @@ constexpr FamilyCodes kTaskCodes{"task", "task-deadline", "task-phase", "task-bu
 Json SessionManager::dispatch(const Json& actor, const SessionRequest& req) {
   const OpHandler& h = kHandlers[static_cast<std::size_t>(req.op)];
   Call c{actor, req, op_row(req.op), nullptr, {}};
-  if (c.row.allowed_phases == 0) return (this->*h.run)(c);  // names no session (begin)
+  if (c.row.allowed_phases == 0) return run_contained(c, h.run);  // names no session (begin)
   const bool task = is_task_op(req.op);
   const FamilyCodes& k = task ? kTaskCodes : kSessionCodes;
   const std::string noun = k.noun;
@@ -281,7 +281,62 @@ Json SessionManager::dispatch(const Json& actor, const SessionRequest& req) {
     r.busy = true;
   }
   // From here on the request owns the session (busy); mu_ is not held during X work.
-  return (this->*h.run)(c);
+  return run_contained(c, h.run);
+}
+
+Json SessionManager::run_contained(Call& c, Json (SessionManager::*run)(Call&)) {
+  try {
+    return (this->*run)(c);
+  } catch (...) {  // any type: nothing may leave the record owned
+    const bool task = is_task_op(c.req.op);
+    if (!c.r) {
+      return error_json(make_error("internal", "unexpected internal error in the session layer; nothing was begun"));
+    }
+    return error_json(contain_internal(c.r, task));
+  }
+}
+
+Error SessionManager::contain_internal(const std::shared_ptr<Record>& rp, bool task) noexcept {
+  Record& r = *rp;
+  const std::string noun = task ? "task" : "session";
+  PhaseGate gate;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gate = phase_gate(r.phase);
+  }
+  const Error e = make_error("internal", "unexpected internal error in the session layer; " +
+                                             (gate == PhaseGate::kInvisible ? "nothing was begun"
+                                              : gate == PhaseGate::kLive
+                                                  ? "the " + noun + " has ended without a receipt"
+                                                  : "the " + noun + " had already ended"));
+  try {
+    if (gate == PhaseGate::kInvisible) {  // as a begin that fails: undone, forgotten
+      (void)cleanup(r);
+      if (!r.evidence_dir.empty()) (void)remove_tree(r.evidence_dir);
+      std::lock_guard<std::mutex> lock(mu_);
+      records_.erase(r.id);
+    } else if (gate == PhaseGate::kLive) {
+      end_session(r, Phase::kFailed, "internal", &e);
+    }
+  } catch (...) {
+    // The ending itself failed: below, the record is at least given up.
+  }
+  try {
+    // A cleanup that threw before giving the display back: the display lock goes now, or the
+    // display would stay taken for good.
+    r.lease.reset();
+  } catch (...) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (gate == PhaseGate::kLive && is_live(r.phase)) {
+    r.phase = Phase::kFailed;
+    r.end_reason = "internal";
+    r.receipt = nullptr;
+    r.ended_mono = now_ms();
+  }
+  r.busy = false;
+  cv_.notify_all();
+  return e;
 }
 
 // ---- How a run handler ends.
@@ -508,7 +563,8 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
   Json model = *info;
   if (task) {
     // The task's logic starts on the display's real size (the adapter maps coordinates back).
-    TaskStart start{r->task_mode, r->policy_adapter, r->target.width, r->target.height, r->started_mono};
+    TaskStart start{r->task_mode, r->policy_adapter, r->target.width, r->target.height, r->started_mono,
+                    r->task_settle};
     auto run = options_.task_lane->start(start);
     if (!run) return forget(run.error());
     r->task = std::move(run).value();
@@ -576,7 +632,7 @@ Json SessionManager::run_actions(Call& c) {
     SessionActionOutcome out = r.lease->execute(a, static_cast<int>(i));
     // With settle, the frame waits for the display to settle after the input (§4 settle).
     std::string settle;
-    if (c.req.settle_cap_ms > 0) settle = r.lease->settle(c.req.settle_cap_ms);
+    if (c.req.settle_cap_ms > 0) settle = r.lease->settle(protocol::kSettleQuietMs, c.req.settle_cap_ms);
     Json res{{"index", static_cast<std::int64_t>(i)},
              {"type", action_type(a)},
              {"status", out.status},

@@ -74,6 +74,7 @@ struct SessionManager::Record {
   std::string task_mode;  // "stage" | "attest"
   std::string task_sha256;
   std::string policy_adapter, policy_provider, policy_model;
+  TaskSettle task_settle;  // task.begin `settle`
   PriorReceipt prior;     // attest: the stage receipt it follows (prior.receipt_id empty in stage)
   std::unique_ptr<TaskRun> task;
   std::vector<TaskTurnEvent> turns;  // the receipt's turn events, in order

@@ -28,6 +28,7 @@ std::string failure_reason(const Error& e) {
   if (e.code == "session-display-lost") return "display-lost";
   if (e.code == "app-not-live") return "app-not-live";
   if (e.code == "fs-error") return "evidence-write-failed";
+  if (e.code == "internal") return "internal";
   return "capture-failed";  // capture-*, image-scale-failed
 }
 
@@ -79,6 +80,7 @@ Json SessionManager::run_task_begin(Call& c) {
     r.policy_adapter = req.policy_adapter;
     r.policy_provider = req.policy_provider;
     r.policy_model = req.policy_model;
+    r.task_settle = req.task_settle;
     r.deadline_mono = r.started_mono + options_.task_lane->deadline_ms(req.task_mode);
     if (req.task_mode == "attest") {
       if (auto e = check_lineage_locked(req, r.started_wall, &r.prior)) return e;
@@ -371,6 +373,7 @@ Json task_snapshot(const SessionManager::Record& r, std::int64_t now_mono) {
   s["evidence_dir"] = r.evidence_dir;
   s["started_at"] = format_rfc3339_ms(r.started_wall);
   s["limits"] = r.task ? r.task->limits_json() : Json(nullptr);
+  s["settle"] = r.task_settle.to_json();
   s["turn_count"] = r.counters.turn_count;
   s["turns_left"] = r.counters.turns_left;
   s["actions_left"] = r.counters.actions_left;

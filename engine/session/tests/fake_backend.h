@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "evident/core/sha256.h"
@@ -38,6 +39,7 @@ struct FakeWorld {
   std::function<void()> on_execute;  // runs inside execute() (e.g. blocks to simulate slow input)
   std::function<void()> on_capture;  // runs at the start of capture()
   std::function<void()> on_release;  // runs at the start of release_all_checked()
+  std::vector<std::pair<std::int64_t, std::int64_t>> settles;  // (quiet_ms, cap_ms) of each settle()
   std::atomic<int> executed{0};
   std::atomic<int> captures{0};
   std::atomic<int> releases{0};
@@ -78,8 +80,9 @@ class FakeLease final : public SessionLease {
     if (n == w_.fail_action_at) return {"failed", "expected X, observed Y", 1};
     return {"injected", "", 2};
   }
-  std::string settle(std::int64_t cap_ms) override {
+  std::string settle(std::int64_t quiet_ms, std::int64_t cap_ms) override {
     w_.settle_caps.push_back(cap_ms);
+    w_.settles.emplace_back(quiet_ms, cap_ms);
     return w_.settle_outcome;
   }
   Status release_all_checked() override {

@@ -13,8 +13,9 @@ namespace {
 
 class Run final : public TaskRun {
  public:
-  Run(const agents::Adapter& adapter, TaskMode mode, int width, int height, std::int64_t admitted_ms)
-      : adapter_(adapter), budget_(mode, admitted_ms), width_(width), height_(height) {}
+  Run(const agents::Adapter& adapter, TaskMode mode, int width, int height, std::int64_t admitted_ms,
+      TaskSettle settle)
+      : adapter_(adapter), budget_(mode, admitted_ms), width_(width), height_(height), settle_(settle) {}
 
   Status admit(const Json& response, std::int64_t now_ms) override {
     admitted_.reset();
@@ -69,7 +70,7 @@ class Run final : public TaskRun {
       for (const auto& n : c.native_actions) out.native_actions.push_back(n);
       for (const Action& a : c.parsed) flat.push_back(&a);
     }
-    TurnRun run = run_turn(lease, adapter_, turn, first_action_index, sink);
+    TurnRun run = run_turn(lease, adapter_, turn, first_action_index, sink, settle_);
     for (std::size_t i = 0; i < run.actions.size() && i < flat.size(); ++i) {
       RanAction& ran = run.actions[i];
       TaskRanAction a;
@@ -116,6 +117,7 @@ class Run final : public TaskRun {
   TaskBudget budget_;
   int width_;
   int height_;
+  TaskSettle settle_;
   std::optional<agents::Point> pointer_;      // display pixels, after the last pointer action
   std::optional<agents::ParsedTurn> admitted_;
   std::int64_t refused_calls_ = 0;
@@ -135,7 +137,7 @@ class Lane final : public TaskLane {
     }
     const TaskMode mode = s.mode == "attest" ? TaskMode::kAttest : TaskMode::kStage;
     return std::unique_ptr<TaskRun>(
-        std::make_unique<Run>(*adapter, mode, s.display_width, s.display_height, s.admitted_ms));
+        std::make_unique<Run>(*adapter, mode, s.display_width, s.display_height, s.admitted_ms, s.settle));
   }
 };
 

@@ -39,6 +39,34 @@ Status only_fields(const Json& obj, std::initializer_list<std::string_view> allo
   return ok_status();
 }
 
+// `settle`: false | true | {"quiet_ms","cap_ms"} (each 1..settle_max_cap_ms, quiet <= cap).
+Result<TaskSettle> parse_settle(const Json& v) {
+  const std::string max = std::to_string(protocol::kSettleMaxCapMs);
+  TaskSettle s;
+  if (v.is_boolean()) {
+    s.enabled = v.get<bool>();
+    return s;
+  }
+  const std::string shape = "task request: field \"settle\" must be false, true or {\"quiet_ms\",\"cap_ms\"}";
+  if (!v.is_object()) return make_error(kCommand, shape);
+  EVIDENT_TRY(only_fields(v, {"quiet_ms", "cap_ms"}, "task request settle"));
+  JsonFields f(v, kCommand, "task request settle");
+  if (f.has("quiet_ms")) {
+    auto q = f.integer("quiet_ms", 1, protocol::kSettleMaxCapMs);
+    if (!q) return make_error(kCommand, "task request: settle.quiet_ms must be an integer 1.." + max);
+    s.quiet_ms = *q;
+  }
+  if (f.has("cap_ms")) {
+    auto c = f.integer("cap_ms", 1, protocol::kSettleMaxCapMs);
+    if (!c) return make_error(kCommand, "task request: settle.cap_ms must be an integer 1.." + max);
+    s.cap_ms = *c;
+  }
+  if (s.quiet_ms > s.cap_ms) {
+    return make_error(kCommand, "task request: settle.quiet_ms must not exceed settle.cap_ms");
+  }
+  return s;
+}
+
 bool is_receipt_id(const std::string& s) {
   return s.size() == 68 && s.starts_with("etr-") && is_lower_hex(std::string_view(s).substr(4), 64);
 }
@@ -62,7 +90,7 @@ Result<TaskRequest> parse_task_request(std::string_view raw) {
   if (*op == "begin") {
     req.op = TaskOp::kBegin;
     EVIDENT_TRY(only_fields(j, {"op", "mode", "display_id", "generation", "app_id", "attempt_id", "task_sha256",
-                                "policy", "prior_receipt_id"}, "task request"));
+                                "policy", "prior_receipt_id", "settle"}, "task request"));
     std::string mode;
     if (!take(f.string("mode"), &mode, &err)) return err;
     if (mode == "stage") req.mode = TaskMode::kStage;
@@ -96,6 +124,11 @@ Result<TaskRequest> parse_task_request(std::string_view raw) {
         return make_error("task-lineage-invalid", "task request: prior_receipt_id must be etr- and 64 lowercase hex");
       }
       req.prior_receipt_id = std::move(*prior);
+    }
+    if (f.has("settle")) {
+      auto settle = parse_settle(j.at("settle"));
+      if (!settle) return settle.error();
+      req.settle = *settle;
     }
     return req;
   }
@@ -147,6 +180,7 @@ Result<SessionRequest> parse_task_session_request(std::string_view raw) {
   r.policy_provider = std::move(t->policy.provider);
   r.policy_model = std::move(t->policy.model);
   r.prior_receipt_id = std::move(t->prior_receipt_id);
+  r.task_settle = t->settle;
   r.session_id = std::move(t->task_id);
   r.sequence = t->sequence;
   r.response = std::move(t->response);

@@ -20,7 +20,7 @@ Result<agents::ModelImage> model_image_of(const agents::Adapter& adapter, const 
 }
 
 TurnRun run_turn(SessionLease& lease, const agents::Adapter& adapter, const agents::ParsedTurn& turn,
-                 std::int64_t first_index, const FrameSink& sink) {
+                 std::int64_t first_index, const FrameSink& sink, const TaskSettle& settle) {
   TurnRun run;
   std::int64_t index = first_index;
   auto fail = [&](Error e) { run.failure = std::move(e); };
@@ -53,8 +53,11 @@ TurnRun run_turn(SessionLease& lease, const agents::Adapter& adapter, const agen
       ran.input_events = out.input_event_count;
       ran.input = out.input_event_count > 0;
       // The model is shown the effect of its input, not a frame raced against the app's repaint:
-      // after input the frame waits for the display to settle (§4 settle, default cap).
-      ran.settle = ran.input ? lease.settle(kSettleDefaultCapMs) : "fixed";
+      // after input the frame waits for the display to settle (task.begin `settle`; default the
+      // §4 quiet time and default cap). With settle off the frame is taken at once ("off").
+      if (!ran.input) ran.settle = "fixed";
+      else if (!settle.enabled) ran.settle = "off";
+      else ran.settle = lease.settle(settle.quiet_ms, settle.cap_ms);
       auto frame = lease.capture();
       Json res{{"index", index}, {"type", ran.type}, {"status", out.status}, {"detail", out.detail},
                {"settle", ran.settle}, {"frame_sha256", nullptr}};

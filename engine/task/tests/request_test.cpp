@@ -40,6 +40,32 @@ TEST(TaskRequest, ParsesEveryOp) {
   EXPECT_EQ(s->op, TaskOp::kStatus);
 }
 
+TEST(TaskRequest, SettleIsOffTheDefaultsOrBoundedMilliseconds) {
+  auto settle = [](std::string_view v) {
+    auto r = parse_task_request(begin_req(R"(,"settle":)" + std::string(v)));
+    EXPECT_TRUE(r.ok()) << v << ": " << (r.ok() ? "" : r.error().message);
+    return r.ok() ? r->settle : TaskSettle{};
+  };
+  auto none = parse_task_request(begin_req());
+  ASSERT_TRUE(none.ok());
+  // Absent is today's behaviour: on, the §4 quiet time and default cap (300 / 2000 ms).
+  EXPECT_TRUE(none->settle.enabled);
+  EXPECT_EQ(none->settle.quiet_ms, 300);
+  EXPECT_EQ(none->settle.cap_ms, 2000);
+  EXPECT_EQ(none->settle.to_json(), Json({{"quiet_ms", 300}, {"cap_ms", 2000}}));
+  EXPECT_FALSE(settle("false").enabled);
+  EXPECT_EQ(settle("false").to_json(), Json(false));
+  EXPECT_EQ(settle("true").to_json(), Json({{"quiet_ms", 300}, {"cap_ms", 2000}}));
+  EXPECT_EQ(settle("{}").to_json(), Json({{"quiet_ms", 300}, {"cap_ms", 2000}}));
+  EXPECT_EQ(settle(R"({"quiet_ms":50,"cap_ms":400})").to_json(), Json({{"quiet_ms", 50}, {"cap_ms", 400}}));
+  EXPECT_EQ(settle(R"({"quiet_ms":1,"cap_ms":1})").to_json(), Json({{"quiet_ms", 1}, {"cap_ms", 1}}));
+  EXPECT_EQ(settle(R"({"cap_ms":5000})").to_json(), Json({{"quiet_ms", 300}, {"cap_ms", 5000}}));
+  EXPECT_EQ(settle(R"({"quiet_ms":100})").to_json(), Json({{"quiet_ms", 100}, {"cap_ms", 2000}}));
+  auto via_session = parse_task_session_request(begin_req(R"(,"settle":{"quiet_ms":20,"cap_ms":30})"));
+  ASSERT_TRUE(via_session.ok());
+  EXPECT_EQ(via_session->task_settle.to_json(), Json({{"quiet_ms", 20}, {"cap_ms", 30}}));
+}
+
 TEST(TaskRequest, BadRequestsAreRefusedWithTheirCode) {
   const std::string big_response = R"({"op":"turn","task_id":"t","sequence":0,"response":{"k":")" +
                                    std::string(agents::kMaxResponseBytes, 'x') + "\"}}";
@@ -75,6 +101,20 @@ TEST(TaskRequest, BadRequestsAreRefusedWithTheirCode) {
       {begin_req(R"(,"prior_receipt_id":"ecr-)" + kHex + "\"", "attest"), "task-lineage-invalid"},
       {begin_req(R"(,"prior_receipt_id":"etr-)" + std::string(64, 'A') + "\"", "attest"), "task-lineage-invalid"},
       {begin_req(R"(,"prior_receipt_id":5)", "attest"), "task-lineage-invalid"},
+      {begin_req(R"(,"settle":300)"), "task-command"},
+      {begin_req(R"(,"settle":"off")"), "task-command"},
+      {begin_req(R"(,"settle":null)"), "task-command"},
+      {begin_req(R"(,"settle":[300,2000])"), "task-command"},
+      {begin_req(R"(,"settle":{"quiet_ms":0})"), "task-command"},
+      {begin_req(R"(,"settle":{"quiet_ms":-5,"cap_ms":10})"), "task-command"},
+      {begin_req(R"(,"settle":{"cap_ms":0})"), "task-command"},
+      {begin_req(R"(,"settle":{"cap_ms":5001})"), "task-command"},
+      {begin_req(R"(,"settle":{"quiet_ms":5001,"cap_ms":5000})"), "task-command"},
+      {begin_req(R"(,"settle":{"quiet_ms":500,"cap_ms":400})"), "task-command"},
+      {begin_req(R"(,"settle":{"cap_ms":100})"), "task-command"},  // the default quiet time, 300, exceeds it
+      {begin_req(R"(,"settle":{"quiet_ms":"50"})"), "task-command"},
+      {begin_req(R"(,"settle":{"quiet_ms":50,"secret":1})"), "task-command"},
+      {begin_req(R"(,"settle":{"quiet_ms":1.5})"), "task-json"},
       {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"","task_sha256":")" + kHex +
            R"(","policy":{"adapter":"evident","provider":"p","model":"m"}})", "task-command"},
       {R"({"op":"begin","mode":"stage","display_id":3,"generation":"g","app_id":"a","attempt_id":"x","task_sha256":"abc",)"

@@ -4,6 +4,7 @@
 // shared checks in the task family's codes, and that a refused request runs nothing (the fake
 // counts executed actions). The real-display version is task_lane_x11_test.cpp.
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -135,6 +136,50 @@ TEST_F(TaskLaneTest, StageTaskRunsTurnsAndItsFinalAnswerReturnsAVerifiedReceipt)
   // Ended: status answers, other ops get task-phase; the display is free again.
   EXPECT_EQ(status(id)["phase"], "finished");
   EXPECT_EQ(code(turn(id, 2, clicks(1))), "task-phase");
+  EXPECT_EQ(world_.leases_open.load(), 0);
+}
+
+// task.begin `settle` reaches every frame a turn takes after input: the snapshot says which,
+// the lease is asked with the task's values, and off asks nothing (results say "off").
+TEST_F(TaskLaneTest, SettleChosenAtBeginAppliesToEveryTurnAndTheSnapshotSaysWhich) {
+  Json b = begin();
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  EXPECT_EQ(b["settle"], Json({{"quiet_ms", 300}, {"cap_ms", 2000}}));  // the default: today's behaviour
+  ASSERT_EQ(code(turn(b["task_id"], 0, clicks(2))), "ok");
+  EXPECT_EQ(world_.settles, (std::vector<std::pair<std::int64_t, std::int64_t>>{{300, 2000}, {300, 2000}}));
+  ASSERT_EQ(code(call(Json{{"op", "abort"}, {"task_id", b["task_id"]}, {"sequence", 1}})), "ok");
+
+  world_.settles.clear();
+  Json custom_req = begin_req("stage", "evident", "attempt-2");
+  custom_req["settle"] = Json{{"quiet_ms", 25}, {"cap_ms", 90}};
+  Json c = call(custom_req);
+  ASSERT_EQ(code(c), "ok") << c.dump();
+  EXPECT_EQ(c["settle"], Json({{"quiet_ms", 25}, {"cap_ms", 90}}));
+  ASSERT_EQ(code(turn(c["task_id"], 0, clicks(1))), "ok");
+  EXPECT_EQ(world_.settles, (std::vector<std::pair<std::int64_t, std::int64_t>>{{25, 90}}));
+  ASSERT_EQ(code(call(Json{{"op", "abort"}, {"task_id", c["task_id"]}, {"sequence", 1}})), "ok");
+
+  world_.settles.clear();
+  Json off_req = begin_req("stage", "evident", "attempt-3");
+  off_req["settle"] = false;
+  Json o = call(off_req);
+  ASSERT_EQ(code(o), "ok") << o.dump();
+  EXPECT_EQ(o["settle"], false);
+  Json t = turn(o["task_id"], 0, clicks(2));
+  ASSERT_EQ(code(t), "ok") << t.dump();
+  EXPECT_TRUE(world_.settles.empty());
+  EXPECT_EQ(t["results"][0]["actions"][0]["settle"], "off");
+  EXPECT_EQ(t["results"][0]["actions"][1]["settle"], "off");
+  EXPECT_EQ(status(o["task_id"])["settle"], false);
+  Json f = turn(o["task_id"], 1, result());
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  VerifyReport rep = verify_receipt(f["receipt"], VerifyOptions{});
+  EXPECT_TRUE(rep.ok);
+
+  // A bad settle is refused before anything exists.
+  Json bad = begin_req("stage", "evident", "attempt-4");
+  bad["settle"] = Json{{"quiet_ms", 400}, {"cap_ms", 300}};
+  EXPECT_EQ(code(call(bad)), "task-command");
   EXPECT_EQ(world_.leases_open.load(), 0);
 }
 
@@ -275,6 +320,96 @@ TEST_F(TaskLaneTest, AbortEndsARunningTaskAndBeginsAreExclusivePerDisplay) {
   EXPECT_EQ(ab["aborted"], true);
   EXPECT_EQ(code(call(Json{{"op", "abort"}, {"task_id", id}, {"sequence", 0}})), "task-phase");
   EXPECT_EQ(code(call(begin_req("stage", "nope"))), "task-adapter-unknown");
+  EXPECT_EQ(world_.leases_open.load(), 0);
+}
+
+}  // namespace
+}  // namespace evident::task
+
+namespace evident::task {
+namespace {
+
+// An unexpected failure (an exception escaping the work of an op: a bug, or memory) answers
+// `internal` and must never leave a task owned: the task ends failed (reason "internal"), the
+// display is released, later ops get task-phase (not task-busy forever), a new task can begin on
+// the display, and the engine's shutdown does not wait for it. A begin that throws begins
+// nothing. The same holds for a session (the shared dispatch).
+TEST_F(TaskLaneTest, AnInternalErrorEndsTheTaskReleasesTheDisplayAndNeverLeavesItBusy) {
+  auto thrower = [] { throw std::runtime_error("injected failure"); };
+  // 1. During a turn's action.
+  Json b = begin();
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  const std::string id = b["task_id"];
+  world_.on_execute = thrower;
+  Json t = turn(id, 0, clicks(2));
+  world_.on_execute = nullptr;
+  ASSERT_EQ(code(t), "internal") << t.dump();
+  EXPECT_NE(t["error"]["message"].get<std::string>().find("ended without a receipt"), std::string::npos);
+  EXPECT_EQ(t["error"]["message"].get<std::string>().find("injected"), std::string::npos);
+  Json s = status(id);
+  ASSERT_EQ(code(s), "ok") << s.dump();
+  EXPECT_EQ(s["phase"], "failed");
+  EXPECT_EQ(s["ended"]["reason"], "internal");
+  EXPECT_EQ(s["ended"]["error"]["code"], "internal");
+  EXPECT_TRUE(s["receipt"].is_null());
+  EXPECT_EQ(code(turn(id, 0, clicks(1))), "task-phase");
+  EXPECT_EQ(code(call(Json{{"op", "abort"}, {"task_id", id}, {"sequence", 0}})), "task-phase");
+  EXPECT_EQ(world_.leases_open.load(), 0);
+  EXPECT_FALSE(world_.locked[1]);
+
+  // 2. During begin, after the record exists (the initial capture): nothing was begun.
+  world_.on_capture = thrower;
+  Json bb = call(begin_req("stage", "evident", "attempt-2"));
+  world_.on_capture = nullptr;
+  ASSERT_EQ(code(bb), "internal") << bb.dump();
+  EXPECT_NE(bb["error"]["message"].get<std::string>().find("nothing was begun"), std::string::npos);
+  EXPECT_EQ(world_.leases_open.load(), 0);
+  EXPECT_EQ(mgr_->live_count(), 0u);
+
+  // 3. During the engine's freeze after a valid final answer: failed, no receipt.
+  Json c = call(begin_req("stage", "evident", "attempt-3"));
+  ASSERT_EQ(code(c), "ok") << c.dump();
+  world_.on_capture = thrower;
+  Json f = turn(c["task_id"], 0, result());
+  world_.on_capture = nullptr;
+  ASSERT_EQ(code(f), "internal") << f.dump();
+  Json fs_ = status(c["task_id"]);
+  EXPECT_EQ(fs_["phase"], "failed");
+  EXPECT_EQ(fs_["ended"]["reason"], "internal");
+  EXPECT_TRUE(fs_["receipt"].is_null());
+  EXPECT_FALSE(fs::exists(fs::path(fs_["evidence_dir"].get<std::string>()) / "receipt.json"));
+  EXPECT_EQ(world_.leases_open.load(), 0);
+
+  // 4. A session whose actions throw: the same containment.
+  const std::string ses_begin = Json{{"op", "begin"},
+                                     {"display_id", 1},
+                                     {"generation", world_.generations[1]},
+                                     {"app_id", evident::testing::fake_app_id(1)},
+                                     {"attempt_id", "attempt-4"},
+                                     {"job_sha256", kTask}}
+                                    .dump();
+  Json sb = mgr_->handle(actor_, ses_begin);
+  ASSERT_EQ(code(sb), "ok") << sb.dump();
+  world_.on_execute = thrower;
+  Json sa = mgr_->handle(actor_, Json{{"op", "actions"}, {"session_id", sb["session_id"]}, {"sequence", 0},
+                                      {"actions", Json::array({Json{{"type", "click"}, {"x", 1}, {"y", 1}}})}}
+                                     .dump());
+  world_.on_execute = nullptr;
+  ASSERT_EQ(code(sa), "internal") << sa.dump();
+  Json ss = mgr_->handle(actor_, Json{{"op", "status"}, {"session_id", sb["session_id"]}}.dump());
+  EXPECT_EQ(ss["phase"], "failed");
+  EXPECT_EQ(ss["ended"]["reason"], "internal");
+  EXPECT_EQ(world_.leases_open.load(), 0);
+
+  // The display is usable again: a new task begins, runs a turn and finishes with a receipt.
+  Json d = call(begin_req("stage", "evident", "attempt-5"));
+  ASSERT_EQ(code(d), "ok") << d.dump();
+  ASSERT_EQ(code(turn(d["task_id"], 0, clicks(1))), "ok");
+  Json df = turn(d["task_id"], 1, result());
+  ASSERT_EQ(code(df), "ok") << df.dump();
+  EXPECT_EQ(df["phase"], "finished");
+  // And the engine shuts down without waiting for anything (abort_all waits for busy records).
+  mgr_.reset();
   EXPECT_EQ(world_.leases_open.load(), 0);
 }
 

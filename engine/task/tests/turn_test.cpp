@@ -46,13 +46,17 @@ class FakeLease : public SessionLease {
     if (a.type == ActionType::kScreenshot || a.type == ActionType::kZoom || a.type == ActionType::kWait) return {"ok", "", 0};
     return {"injected", "", 2};
   }
-  std::string settle(std::int64_t) override { return "fixed"; }
+  std::string settle(std::int64_t quiet_ms, std::int64_t cap_ms) override {
+    settles.emplace_back(quiet_ms, cap_ms);
+    return "settled";
+  }
   Status release_all_checked() override { return ok_status(); }
   bool display_alive() override { return static_cast<int>(executed.size()) < display_dies_after; }
   bool app_alive() override { return static_cast<int>(executed.size()) < app_dies_after; }
 
   std::vector<int> executed;
   std::vector<std::string> types;
+  std::vector<std::pair<std::int64_t, std::int64_t>> settles;  // (quiet_ms, cap_ms) per settle
   int fail_at = -1;              // the n-th executed action (1-based) reports failed
   int display_dies_after = 1 << 30;
   int app_dies_after = 1 << 30;
@@ -122,6 +126,54 @@ TEST(RunTurn, RunsEveryActionWithAFrameAndAnswersEveryCall) {
   EXPECT_EQ(run.results[2]["status"], "ok");
   ASSERT_TRUE(run.last_frame);
   EXPECT_EQ(run.last_frame->sha256, run.actions[3].frame_sha256);
+}
+
+// After input the frame waits for the display to settle with the task's settle: by default the
+// §4 quiet time and default cap, else the task's values; off, no wait at all ("off"). Actions
+// without input never wait ("fixed").
+TEST(RunTurn, SettleFollowsTheTasksChoice) {
+  const auto* adapter = agents::find_adapter("anthropic-computer-20250124");
+  const char* kClickThenScreenshot = R"({"type":"message","role":"assistant","content":[
+    {"type":"tool_use","id":"a","name":"computer","input":{"action":"left_click","coordinate":[1,1]}},
+    {"type":"tool_use","id":"b","name":"computer","input":{"action":"screenshot"}}]})";
+  auto outcomes = [](const TurnRun& run) {
+    std::vector<std::string> s;
+    for (const auto& a : run.actions) s.push_back(a.settle);
+    return s;
+  };
+  {
+    FakeLease lease(8, 6);
+    Sink sink;
+    TurnRun run = run_turn(lease, *adapter, parse("anthropic-computer-20250124", kClickThenScreenshot), 0, sink.fn());
+    ASSERT_FALSE(run.failure);
+    EXPECT_EQ(lease.settles, (std::vector<std::pair<std::int64_t, std::int64_t>>{{300, 2000}}));
+    EXPECT_EQ(outcomes(run), (std::vector<std::string>{"settled", "fixed"}));
+    EXPECT_EQ(run.results[0]["actions"][0]["settle"], "settled");
+  }
+  {
+    FakeLease lease(8, 6);
+    Sink sink;
+    TaskSettle custom;
+    custom.quiet_ms = 40;
+    custom.cap_ms = 250;
+    TurnRun run = run_turn(lease, *adapter, parse("anthropic-computer-20250124", kClickThenScreenshot), 0, sink.fn(),
+                           custom);
+    ASSERT_FALSE(run.failure);
+    EXPECT_EQ(lease.settles, (std::vector<std::pair<std::int64_t, std::int64_t>>{{40, 250}}));
+  }
+  {
+    FakeLease lease(8, 6);
+    Sink sink;
+    TaskSettle off;
+    off.enabled = false;
+    TurnRun run = run_turn(lease, *adapter, parse("anthropic-computer-20250124", kClickThenScreenshot), 0, sink.fn(),
+                           off);
+    ASSERT_FALSE(run.failure);
+    EXPECT_TRUE(lease.settles.empty());
+    EXPECT_EQ(outcomes(run), (std::vector<std::string>{"off", "fixed"}));
+    EXPECT_EQ(run.results[0]["actions"][0]["settle"], "off");
+    EXPECT_EQ(sink.written.size(), 2u);  // a frame is still taken after every action
+  }
 }
 
 TEST(RunTurn, HaltRuleAfterAFailedAction) {

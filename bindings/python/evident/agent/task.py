@@ -134,15 +134,20 @@ class Task:
     @classmethod
     def begin(cls, engine: Caller, display: DisplayRef, app_id: str, *, mode: str, task_sha256: str,
               policy: Mapping[str, str], attempt_id: str,
-              prior_receipt_id: Optional[str] = None) -> "Task":
-        """``begin``: the engine checks everything (mode, policy, lineage) and answers the first
-        snapshot, with the frame the policy sees first."""
+              prior_receipt_id: Optional[str] = None,
+              settle: Union[bool, Mapping[str, int], None] = None) -> "Task":
+        """``begin``: the engine checks everything (mode, policy, lineage, settle) and answers
+        the first snapshot, with the frame the policy sees first. ``settle`` (sent only when
+        given): ``False`` (each frame straight after its action), ``True`` (the default: quiet
+        for 300 ms, at most 2000 ms) or ``{"quiet_ms": Q, "cap_ms": C}``."""
         request: Dict[str, Any] = {"op": "begin", "mode": mode, "display_id": display.id,
                                    "generation": display.generation, "app_id": app_id,
                                    "attempt_id": attempt_id, "task_sha256": task_sha256,
                                    "policy": dict(policy)}
         if prior_receipt_id is not None:
             request["prior_receipt_id"] = prior_receipt_id
+        if settle is not None:
+            request["settle"] = settle if isinstance(settle, bool) else dict(settle)
         return cls(engine, cls._send(engine, request, on_interrupt=cls._begin_interrupted(engine)), mode)
 
     @staticmethod
@@ -326,7 +331,8 @@ def run_task(display: DisplayRef, app: Any, policy: Policy, *, task: str, mode: 
              prior: Union[TaskRun, Mapping[str, Any], str, None] = None,
              adapter: Optional[str] = None, provider: Optional[str] = None,
              model: Optional[str] = None, attempt_id: Optional[str] = None,
-             engine: Optional[Caller] = None) -> TaskRun:
+             engine: Optional[Caller] = None,
+             settle: Union[bool, Mapping[str, int], None] = None) -> TaskRun:
     """Runs one bounded task: ``policy`` sees the screen and answers in its provider's format
     until the engine finishes the task.
 
@@ -334,7 +340,9 @@ def run_task(display: DisplayRef, app: Any, policy: Policy, *, task: str, mode: 
     SHA-256 is sent); ``mode`` ``stage`` or ``attest``. ``attest`` needs ``prior``: the stage
     run (a :class:`TaskRun`), its receipt or its ``receipt_id``; the attempt id then defaults to
     the stage's. ``adapter``/``provider``/``model`` default to the policy's own (a transport's
-    or the OCR policy's ``.policy``). Returns a :class:`TaskRun` with the receipt.
+    or the OCR policy's ``.policy``). ``settle`` is ``task.begin``'s (``False``, ``True`` or
+    ``{"quiet_ms", "cap_ms"}``; default the engine's: on). Returns a :class:`TaskRun` with the
+    receipt.
 
     A refused turn raises the engine's error (``TaskError`` & co.; the engine has ended the
     task, and nothing of that turn ran); an error in the policy, or Ctrl-C, aborts the task
@@ -349,7 +357,7 @@ def run_task(display: DisplayRef, app: Any, policy: Policy, *, task: str, mode: 
     attempt = attempt_id or prior_attempt or f"att-{secrets.token_hex(8)}"
     app_id = app if isinstance(app, str) else str(getattr(app, "app_id"))
     t = Task.begin(caller, display, app_id, mode=mode, task_sha256=task_sha256(task), policy=declared,
-                   attempt_id=attempt, prior_receipt_id=prior_id)
+                   attempt_id=attempt, prior_receipt_id=prior_id, settle=settle)
     shown: List[str] = []
     try:
         while not t.ended:

@@ -52,11 +52,11 @@ class SessionLease {
   virtual Result<SessionFrame> capture() = 0;
   // Runs one validated action (the caller holds no other lock); never throws.
   virtual SessionActionOutcome execute(const Action& action, int index) = 0;
-  // Waits, after the last input, until the display shows no change for the protocol's quiet
-  // time, at most `cap_ms` after that input (docs/protocol.md §4 settle, anchored at the last input).
+  // Waits, after the last input, until the display shows no change for `quiet_ms`, at most
+  // `cap_ms` after that input (docs/protocol.md §4 settle, anchored at the last input).
   // Returns the outcome's name: "settled" | "still_loading" | "fixed" (no input to settle) |
   // "off" (no change watcher on this display).
-  virtual std::string settle(std::int64_t cap_ms) = 0;
+  virtual std::string settle(std::int64_t quiet_ms, std::int64_t cap_ms) = 0;
   // Releases every held key and button and checks the release. "input-release-failed".
   virtual Status release_all_checked() = 0;
   // Whether the display's X server still answers / the app is still alive.

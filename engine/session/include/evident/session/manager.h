@@ -145,6 +145,14 @@ class SessionManager {
   static const OpHandler kHandlers[];
 
   Json dispatch(const Json& actor, const SessionRequest& req);
+  // Runs a handler that owns its record (busy). An exception escaping it (a bug, or memory)
+  // answers `internal` and never leaves the record owned: contain_internal() below.
+  Json run_contained(Call& c, Json (SessionManager::*run)(Call&));
+  // The record of a request whose handler threw: a begin not yet visible is undone (nothing was
+  // begun); a live session or task ends `failed` with reason "internal" (cleanup, the display
+  // released, one run-log entry, no receipt); an ended one is only released. Returns the error
+  // the caller gets. Never throws past itself: whatever fails here, busy is cleared.
+  Error contain_internal(const std::shared_ptr<Record>& r, bool task) noexcept;
 
   // The handlers (docs/sessions.md §2 says what each does).
   Json run_begin(Call& c);

@@ -27,6 +27,20 @@ enum class SessionOp {
 const char* to_string(SessionOp op);
 constexpr bool is_task_op(SessionOp op) { return op >= SessionOp::kTaskBegin; }
 
+// task.begin `settle` (docs/agents.md "The lane"): the wait, after an action that injected
+// input, before the frame a turn takes of it. Off: the frame straight after the action.
+// On: no change for quiet_ms, at most cap_ms after the last input (§4 settle).
+struct TaskSettle {
+  bool enabled = true;
+  std::int64_t quiet_ms = protocol::kSettleQuietMs;
+  std::int64_t cap_ms = protocol::kSettleDefaultCapMs;
+  // The snapshot's `settle`: false, or {"quiet_ms","cap_ms"}.
+  Json to_json() const {
+    if (!enabled) return Json(false);
+    return Json{{"quiet_ms", quiet_ms}, {"cap_ms", cap_ms}};
+  }
+};
+
 // The fields of one request; only those of its op are set.
 struct SessionRequest {
   SessionOp op = SessionOp::kStatus;
@@ -52,6 +66,7 @@ struct SessionRequest {
   std::string task_sha256;
   std::string policy_adapter, policy_provider, policy_model;
   std::string prior_receipt_id;         // attest only
+  TaskSettle task_settle;               // default: on, the §4 defaults
   // task.turn
   Json response;                        // the provider's response object, as received
 };

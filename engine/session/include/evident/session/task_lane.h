@@ -16,6 +16,7 @@
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/session/backend.h"
+#include "evident/session/request.h"
 
 namespace evident {
 
@@ -103,6 +104,7 @@ struct TaskStart {
   int display_width = 0;
   int display_height = 0;
   std::int64_t admitted_ms = 0;  // monotonic: begin's admission (the deadline's start)
+  TaskSettle settle;             // the wait before each frame after input (task.begin `settle`)
 };
 
 class TaskLane {

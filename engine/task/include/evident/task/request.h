@@ -43,6 +43,7 @@ struct TaskRequest {
   std::string task_sha256;
   TaskPolicy policy;
   std::string prior_receipt_id;  // attest only: "etr-" + 64 lowercase hex
+  TaskSettle settle;             // optional: false | true (default) | {"quiet_ms","cap_ms"}
   // continuations
   std::string task_id;
   std::int64_t sequence = -1;
@@ -56,7 +57,7 @@ struct TaskRequest {
 //   "task-command"          the wrong shape: not an object, unknown op, unknown/missing fields,
 //                           wrong types, out-of-range scalars (attempt_id length, hex digests,
 //                           negative sequence, policy strings over 256 bytes, unknown mode,
-//                           `response` not an object);
+//                           a bad `settle`, `response` not an object);
 //   "task-adapter-unknown"  `policy.adapter` is not a registered adapter;
 //   "task-lineage-invalid"  `prior_receipt_id` in a stage task, or missing or malformed in an
 //                           attest task.

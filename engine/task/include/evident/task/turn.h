@@ -17,6 +17,7 @@
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/session/backend.h"
+#include "evident/session/request.h"
 
 namespace evident::task {
 
@@ -51,8 +52,10 @@ using FrameSink = std::function<Status(const SessionFrame&)>;
 
 // Runs `turn` (a kCalls turn, already admitted by the TaskBudget) on `lease`. `first_index` is
 // the task-wide index of the turn's first action (executor indices and result indices).
+// `settle`: after an action that injected input, the wait before its frame (off: none, the
+// outcome recorded as "off").
 TurnRun run_turn(SessionLease& lease, const agents::Adapter& adapter, const agents::ParsedTurn& turn,
-                 std::int64_t first_index, const FrameSink& sink);
+                 std::int64_t first_index, const FrameSink& sink, const TaskSettle& settle = {});
 
 // The image the model is shown of `frame`: the frame itself, or scaled to the adapter's size.
 Result<agents::ModelImage> model_image_of(const agents::Adapter& adapter, const SessionFrame& frame);
