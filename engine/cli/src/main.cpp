@@ -22,6 +22,7 @@
 #include "python_delegate.h"
 #include "browser_cli.h"
 #include "verify_cli.h"
+#include "task_cli.h"
 #include "windows_cli.h"
 
 namespace evident {
@@ -83,6 +84,11 @@ std::string pad(const std::string& s, std::size_t w) {
 // Human output for each op's success.
 void print_human(const std::string& op, const Json& r) {
   if (print_browser_human(op, r)) return;
+  if (op == "task") {  // never the base64 frames of tool_results (task_cli.h)
+    print_task_human(std::cout, r);
+    std::cout << std::flush;
+    return;
+  }
   if (op == "display.create") {
     const Json& d = r["display"];
     std::cout << "display " << d["name"].get<std::string>() << " ready  id "

@@ -499,7 +499,29 @@ TEST(TaskLaneX11, TheCliDrivesATaskThroughTheDaemon) {
     EXPECT_EQ(r["sequence"], 1);
     Json s = run("session --request -", big);
     EXPECT_EQ(code_of(s), "request-too-large");
-    Json f = run("task --request " + testing::shell_quote(Json{{"op", "turn"}, {"task_id", tid}, {"sequence", 1},
+    // Human output: the tool results' frames are summarised (size, bytes, sha256), never printed
+    // as base64 (a base64 PNG starts "iVBORw0KGgo").
+    const std::string human = testing::shell_quote(testing::evident_cli_path()) + " --socket " +
+                              testing::shell_quote(daemon.socket()) + " ";
+    auto shot = testing::run_command(
+        human + "task --request -",
+        Json{{"op", "turn"}, {"task_id", tid}, {"sequence", 1},
+             {"response", {{"calls", Json::array({Json{{"id", "shot"}, {"actions", Json::array({Json{{"type", "screenshot"}}})}}})}}}}
+            .dump());
+    EXPECT_EQ(shot.exit_status, 0) << shot.out;
+    Json after = run("task --request " + testing::shell_quote(Json{{"op", "status"}, {"task_id", tid}}.dump()));
+    ASSERT_EQ(code_of(after), "ok") << after.dump().substr(0, 300);
+    ASSERT_EQ(after["sequence"], 2);
+    const std::string frame_sha = after["frame"]["sha256"];
+    EXPECT_EQ(shot.out.find("iVBORw0KGgo"), std::string::npos) << shot.out.substr(0, 600);
+    EXPECT_NE(shot.out.find("<image/png 640x480, " + std::to_string(after["frame"]["byte_length"].get<std::int64_t>()) +
+                            " bytes, sha256 " + frame_sha + ">"),
+              std::string::npos)
+        << shot.out;
+    EXPECT_NE(shot.out.find("task " + tid + "  running  stage  sequence 2"), std::string::npos) << shot.out;
+    EXPECT_NE(shot.out.find("frame    640x480"), std::string::npos) << shot.out;
+    EXPECT_LT(shot.out.size(), 4096u) << "a 640x480 frame as base64 alone is larger";
+    Json f = run("task --request " + testing::shell_quote(Json{{"op", "turn"}, {"task_id", tid}, {"sequence", 2},
                                                                 {"response", {{"result", {{"ok", true}}}}}}.dump()));
     ASSERT_EQ(code_of(f), "ok") << f.dump();
     EXPECT_EQ(f["phase"], "finished");
