@@ -104,7 +104,7 @@ def test_ocr_bounds_and_failures(tmp_path):
 
 
 def test_policy_arguments():
-    for kwargs in [{"values": VALUES, "adapter": "openai-computer"}, {"values": {}},
+    for kwargs in [{"values": VALUES, "adapter": "openai-computer-use"}, {"values": {}},
                    {"values": {"": "x"}}, {"values": {"Name": 3}}]:
         with pytest.raises(AgentError) as info:
             OcrFormPolicy(**kwargs)  # type: ignore[arg-type]
@@ -229,3 +229,40 @@ def test_looks_again_while_the_form_is_not_on_screen_then_gives_up():
     anthropic = OcrFormPolicy(VALUES, adapter="anthropic-computer-20250124", model="tesseract test")
     assert [b["input"] for b in anthropic(obs)["content"]] == [{"action": "wait", "duration": 1},
                                                               {"action": "screenshot"}]
+
+
+def test_every_adapter_format_and_a_fill_spread_over_turns():
+    """No display: the steps of a fill in each format (Gemini on its 0..999 grid), and a fill
+    whose calls exceed one turn's bounds (16 calls, 16 actions) spread over turns, the submit
+    last. The engine parsing each format is test_agent_task_lane.py's."""
+    from evident.agent.ocr import ADAPTERS, calls_response, final_response
+    assert len(ADAPTERS) == 8
+    call = [[("select", 10, 20), ("type", "x", 10, 20)], [("click", 5, 5)]]
+    ev = calls_response("evident", call, "m", 1, 0, (1000, 500))
+    assert [[a["type"] for a in c["actions"]] for c in ev["calls"]] == [["triple_click", "type"], ["click"]]
+    for a in ("anthropic-computer-20250124", "anthropic-computer-20251124", "anthropic-toolset-20260801"):
+        msg = calls_response(a, call, "m", 1, 0, (1000, 500))
+        assert [b["input"]["action"] for b in msg["content"]] == ["triple_click", "type", "left_click"]
+    ga = calls_response("openai-computer", call, "m", 1, 0, (1000, 500))
+    assert [[x["type"] for x in item["actions"]] for item in ga["output"]] == [
+        ["click", "keypress", "keypress", "type"], ["click"]]
+    assert ga["output"][0]["actions"][2]["keys"] == ["SHIFT", "HOME"]
+    pre = calls_response("openai-computer-use-preview", call, "m", 1, 0, (1000, 500))
+    assert [item["action"]["type"] for item in pre["output"]] == ["click", "keypress", "keypress", "type", "click"]
+    assert len({item["call_id"] for item in pre["output"]}) == 5
+    g35 = calls_response("gemini-computer-use-3.5", call, "m", 1, 0, (1000, 500))
+    fcs = [p["functionCall"] for p in g35["candidates"][0]["content"]["parts"]]
+    assert [f["name"] for f in fcs] == ["triple_click", "type", "click"]
+    assert fcs[0]["args"] == {"x": 10, "y": 41}   # pixel centres on the grid: (2v+1)*1000 // (2*size)
+    assert final_response("openai-computer", {"a": 1}, "m", 2)["output"][0]["content"][0]["text"] == '{"a": 1}'
+    assert final_response("gemini-computer-use", {"a": 1}, "m", 2)["candidates"][0]["content"]["parts"] == [
+        {"text": '{"a": 1}'}]
+
+    p = OcrFormPolicy({"A": "x", "B": "y", "C": "z"}, adapter="gemini-computer-use", model="tesseract test")
+    p.image = (1000, 500)
+    p.pending = [[("select", 10, 20), ("type", v, 10, 20)] for v in "xyz"] + [[("click", 5, 5)]]
+    field = ["click_at", "key_combination", "key_combination", "key_combination", "type_text_at"]
+    first = [x["functionCall"]["name"] for x in p._next_pack(0)["candidates"][0]["content"]["parts"]]
+    assert first == field * 2 and not p.submitted        # 12 actions; a third field would make 18
+    second = [x["functionCall"]["name"] for x in p._next_pack(1)["candidates"][0]["content"]["parts"]]
+    assert second == field + ["click_at"] and p.submitted and not p.pending

@@ -1,7 +1,8 @@
 """``run_task`` end to end on the real engine's task lane: the provider transports against a
 loopback server that speaks each provider's endpoint and replays a recorded-style exchange
-(Anthropic Messages, OpenAI Responses, Gemini generateContent), the OCR policy in both formats,
-and refusals. The server asserts what the transports send: every call of a turn is answered in the
+(Anthropic Messages, OpenAI Responses, Gemini generateContent), the OCR policy in every adapter's
+format (behind the loopback server as the provider's model for the six formats a transport
+speaks, directly for the other two), and refusals. The server asserts what the transports send: every call of a turn is answered in the
 next request, and every image sent is one of the engine's issued frames (a file of the task's
 evidence dir, named by its digest). The form fixture app's log proves what arrived.
 
@@ -25,7 +26,7 @@ import pytest
 from provider_server import ProviderServer
 
 from evident import TaskError, wait_for
-from evident.agent import (AnthropicTransport, CassetteHttp, GeminiTransport, OcrFormPolicy,
+from evident.agent import (AnthropicTransport, CassetteHttp, GeminiTransport, Observation, OcrFormPolicy,
                            OpenAITransport, ScriptedPolicy, Task, UrllibHttp, run_task)
 
 REPO = Path(__file__).resolve().parents[3]
@@ -166,21 +167,147 @@ def test_gemini_transport_through_the_lane(evident_display, form, server):
         assert issued(run, base64.b64decode(p["functionResponse"]["parts"][0]["inlineData"]["data"]))
 
 
+OCR_VALUES = {"Name": "Grace Hopper", "Email": "grace@example.org"}
+OCR_LINE = "Submitted: Grace Hopper / grace@example.org"
+
+
 @pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
-@pytest.mark.parametrize("adapter", ["evident", "anthropic-computer-20250124"])
+@pytest.mark.parametrize("adapter", ["evident", "anthropic-toolset-20260801"])
 def test_ocr_policy_stage_and_attest_through_the_lane(evident_display, form, adapter):
+    """The two formats no transport speaks: the OCR policy is the caller's policy."""
     app, log, _ = form
-    values = {"Name": "Grace Hopper", "Email": "grace@example.org"}
-    stage = run_task(evident_display, app, OcrFormPolicy(values, adapter=adapter), task="fill the form")
-    line = "Submitted: Grace Hopper / grace@example.org"
-    assert stage.receipt["result"] == {"result_line": line, "confirmed": True}
+    stage = run_task(evident_display, app, OcrFormPolicy(OCR_VALUES, adapter=adapter), task="fill the form")
+    assert stage.receipt["result"] == {"result_line": OCR_LINE, "confirmed": True}
     assert stage.receipt["policy"]["adapter"] == adapter
-    assert submits(log) == [values]
-    attest = run_task(evident_display, app, OcrFormPolicy(values, adapter=adapter), task="prove it",
+    assert submits(log) == [OCR_VALUES]
+    attest = run_task(evident_display, app, OcrFormPolicy(OCR_VALUES, adapter=adapter), task="prove it",
                       mode="attest", prior=stage)
     assert attest.receipt["result"] == stage.receipt["result"]
     assert attest.receipt["prior_receipt_id"] == stage.receipt_id
-    assert attest.turn_count == 2 and submits(log) == [values]
+    assert attest.turn_count == 2 and submits(log) == [OCR_VALUES]
+
+
+def _walk(obj: Any) -> Iterator[Any]:
+    yield obj
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _walk(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _walk(v)
+
+
+def images_in(obj: Any) -> List[bytes]:
+    """Every PNG in a provider request body, where each format puts it: Anthropic image blocks'
+    ``source.data``, OpenAI ``data:`` URLs, Gemini ``inlineData.data``."""
+    out = []
+    for v in _walk(obj):
+        if isinstance(v, dict) and isinstance(v.get("source"), dict) and v.get("type") == "image":
+            out.append(base64.b64decode(v["source"]["data"]))
+        elif isinstance(v, dict) and isinstance(v.get("inlineData"), dict):
+            out.append(base64.b64decode(v["inlineData"]["data"]))
+        elif isinstance(v, str) and v.startswith("data:image/png;base64,"):
+            out.append(base64.b64decode(v.split(",", 1)[1]))
+    return out
+
+
+def calls_in(response: Dict[str, Any]) -> List[str]:
+    """The call ids of a provider response (Anthropic tool_use, OpenAI computer_call, Gemini functionCall)."""
+    out = []
+    for v in _walk(response):
+        if isinstance(v, dict) and v.get("type") == "tool_use":
+            out.append(v["id"])
+        elif isinstance(v, dict) and v.get("type") == "computer_call":
+            out.append(v["call_id"])
+        elif isinstance(v, dict) and isinstance(v.get("functionCall"), dict):
+            out.append(v["functionCall"]["id"])
+    return out
+
+
+def answers_in(message: Any) -> List[str]:
+    """The call ids a provider request answers (tool_result, computer_call_output, functionResponse)."""
+    out = []
+    for v in _walk(message):
+        if isinstance(v, dict) and v.get("type") == "tool_result":
+            out.append(v["tool_use_id"])
+        elif isinstance(v, dict) and v.get("type") == "computer_call_output":
+            out.append(v["call_id"])
+        elif isinstance(v, dict) and isinstance(v.get("functionResponse"), dict):
+            out.append(v["functionResponse"]["id"])
+    return out
+
+
+class OcrModel:
+    """The provider's model behind the loopback server, played by the OCR policy: each request's
+    latest image (the frame the transport sent, found where the provider's format puts it) is
+    what the model sees; its reply is the OCR policy's native response."""
+
+    def __init__(self, adapter: str, mode: str, max_turns: int) -> None:
+        self.policy = OcrFormPolicy(OCR_VALUES, adapter=adapter)
+        self.mode, self.max_turns, self.turn = mode, max_turns, 0
+        self.responses: List[Dict[str, Any]] = []
+
+    def __call__(self, body: Dict[str, Any]) -> Dict[str, Any]:
+        latest = body.get("messages", body.get("contents", body.get("input")))
+        if isinstance(latest, list) and "input" not in body:
+            latest = latest[-1]          # Anthropic / Gemini: the last user message
+        png = images_in(latest)[-1]
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        obs = Observation(png=png, sha256=hashlib.sha256(png).hexdigest(), width=width, height=height,
+                          turn=self.turn, turns_left=self.max_turns - self.turn, actions_left=64,
+                          deadline_ms_left=100000, mode=self.mode)
+        self.turn += 1
+        response = self.policy(obs)
+        self.responses.append(response)
+        return response
+
+
+def transport_for(adapter: str, url: str):
+    if adapter.startswith("anthropic-"):
+        tool = "computer_" + adapter.rsplit("-", 1)[1]
+        return AnthropicTransport(TASK, "claude-test", KEY, display=(WIDTH, HEIGHT), base_url=url, tool=tool)
+    if adapter.startswith("openai-"):
+        return OpenAITransport(TASK, "computer-use-test", KEY, display=(WIDTH, HEIGHT), base_url=url,
+                               preview=adapter == "openai-computer-use-preview")
+    return GeminiTransport(TASK, "gemini-test", KEY, base_url=url,
+                           function_set="3.5" if adapter.endswith("3.5") else "2.5")
+
+
+@pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
+@pytest.mark.parametrize("adapter", ["anthropic-computer-20250124", "anthropic-computer-20251124", "openai-computer",
+                                     "openai-computer-use-preview", "gemini-computer-use", "gemini-computer-use-3.5"])
+def test_ocr_policy_as_the_model_behind_each_transport(evident_display, form, adapter):
+    """Stage then attest, end to end: transport -> loopback HTTP -> the OCR policy reading the
+    frame the transport sent -> its native response -> the engine's adapter -> real input ->
+    the form app. Every call of a response is answered in the next request, every image sent is
+    one of the task's issued frames, and the app's log shows exactly the values typed."""
+    app, log, _ = form
+    runs = []
+    for mode, prior in (("stage", None), ("attest", "stage")):
+        model = OcrModel(adapter, mode, 12 if mode == "stage" else 2)
+        server = ProviderServer(respond=model)
+        try:
+            transport = transport_for(adapter, server.url)
+            assert transport.adapter == adapter
+            run = run_task(evident_display, app, transport, task=TASK, mode=mode,
+                           prior=runs[0] if prior else None)
+        finally:
+            server.close()
+        assert not server.errors, server.errors
+        assert run.receipt["policy"]["adapter"] == adapter
+        assert run.receipt["result"] == {"result_line": OCR_LINE, "confirmed": True}
+        bodies = [r["body"] for r in server.requests]
+        assert len(bodies) == len(model.responses) == run.turn_count
+        for png in (p for b in bodies for p in images_in(b)):
+            assert issued(run, png)
+        for response, nxt in zip(model.responses, bodies[1:]):
+            latest = nxt.get("messages", nxt.get("contents", nxt.get("input")))
+            latest = latest if "input" in nxt else latest[-1]
+            assert answers_in(latest) == calls_in(response)
+        runs.append(run)
+    stage, attest = runs
+    assert submits(log) == [OCR_VALUES]
+    assert attest.receipt["prior_receipt_id"] == stage.receipt_id and attest.turn_count == 2
 
 
 @pytest.mark.evident_display(width=WIDTH, height=HEIGHT)

@@ -42,7 +42,14 @@ FIELD_END_RUN = 3
 # text on a light window when most of the screen around it is black (an empty Xvfb root).
 THRESHOLDING_SAUVOLA = 2
 
-ADAPTERS = ("evident", "anthropic-computer-20250124")
+# Every adapter of the engine (docs/agents.md): the policy emits each one's native format.
+ADAPTERS = ("evident", "anthropic-computer-20250124", "anthropic-computer-20251124",
+            "anthropic-toolset-20260801", "openai-computer", "openai-computer-use-preview",
+            "gemini-computer-use", "gemini-computer-use-3.5")
+# The engine's per-turn bounds (protocol/evident.json task_calls_per_turn_max,
+# actions_per_batch_max): the policy spreads a long fill over turns rather than be refused.
+MAX_CALLS_PER_TURN = 16
+MAX_ACTIONS_PER_TURN = 16
 
 Box = Tuple[int, int, int, int]  # x, y, width, height in image pixels
 
@@ -303,12 +310,13 @@ class OcrFormPolicy:
 
     ``values`` maps each field's label (as shown on screen) to the text to type; ``submit`` is
     the button's caption; ``result_marker`` the words that start the result line the app shows
-    after a submit. ``adapter`` picks the provider format the calls are emitted in
-    (``evident`` or ``anthropic-computer-20250124``).
+    after a submit. ``adapter`` picks the provider format the calls are emitted in: any of
+    :data:`ADAPTERS` (docs/agents.md, "The OCR policy", has each format's calls).
 
-    Stage: turn 0 finds the fields and the button and fills and submits the form in one turn
-    (per field a triple click, which selects what is there, and the text typed over it; then a
-    click on the button). When they are not on screen yet it waits a second and looks again,
+    Stage: turn 0 finds the fields and the button and fills and submits the form (per field the
+    field's text selected, a triple click where the format has one, and the text typed over it;
+    then a click on the button), in one turn when the format's calls fit the engine's per-turn
+    bounds, else spread over the next turns. When they are not on screen yet it waits a second and looks again,
     at most ``patience`` times, then gives up (``agent-ocr-target-missing``). Later turns look for the result line; while it is not there the policy
     asks for one more screenshot, so a slow app costs a turn, not a guess. Attest: turn 0 asks
     for a screenshot (no input), turn 1 reads the result. The final answer is
@@ -325,13 +333,16 @@ class OcrFormPolicy:
     timeout_s: float = DEFAULT_OCR_TIMEOUT_S
     patience: int = 2
     submitted: bool = field(default=False, init=False)
+    pending: List[List[Tuple[Any, ...]]] = field(default_factory=list, init=False)
+    image: Tuple[int, int] = field(default=(0, 0), init=False)  # the last observation's image size
     looks: int = field(default=0, init=False)
     turns: int = field(default=0, init=False)
     layouts: List[FormLayout] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         if self.adapter not in ADAPTERS:
-            raise AgentError("agent-policy-args", "the OCR policy emits the evident or anthropic-computer-20250124 format")
+            raise AgentError("agent-policy-args", "the OCR policy emits the formats of the engine's adapters: "
+                             + ", ".join(ADAPTERS))
         if not self.values or not all(isinstance(k, str) and k.strip() and isinstance(v, str)
                                       for k, v in self.values.items()):
             raise AgentError("agent-policy-args", "values must map non-empty labels to strings")
@@ -348,15 +359,18 @@ class OcrFormPolicy:
         self.turns += 1
         words = ocr_words(obs.png, tesseract=self.tesseract, timeout_s=self.timeout_s)
         lines = group_lines(words)
+        self.image = (obs.width, obs.height)
         if obs.mode == "attest":
             if obs.turn == 0:
-                return self._calls(obs.turn, [[{"action": "screenshot"}]])
+                return self._calls(obs.turn, [[("screenshot",)]])
             return self._final(lines)
+        if self.pending:  # the rest of a fill that did not fit one turn
+            return self._next_pack(obs.turn)
         if self.submitted:
             if find_line_with(lines, self.result_marker) is not None:
                 return self._final(lines)
             if obs.turns_left > 1:
-                return self._calls(obs.turn, [[{"action": "screenshot"}]])
+                return self._calls(obs.turn, [[("screenshot",)]])
             return self._final(lines)
         try:
             layout = locate_form(obs.png, list(self.values), self.submit, words=words)
@@ -366,18 +380,32 @@ class OcrFormPolicy:
             if e.code != "agent-ocr-target-missing" or self.looks >= self.patience or obs.turns_left <= 2:
                 raise
             self.looks += 1
-            return self._calls(obs.turn, [[{"action": "wait", "duration": 1}, {"action": "screenshot"}]])
+            return self._calls(obs.turn, [[("wait",), ("screenshot",)]])
         self.layouts.append(layout)
-        calls: List[List[Dict[str, Any]]] = []
+        calls: List[List[Tuple[Any, ...]]] = []
         for label, text in self.values.items():
             x, y = centre(layout.fields[label])
-            call: List[Dict[str, Any]] = [{"action": "triple_click", "coordinate": [x, y]}]
+            call: List[Tuple[Any, ...]] = [("select", x, y)]
             if text:
-                call.append({"action": "type", "text": text})
+                call.append(("type", text, x, y))
             calls.append(call)
-        calls.append([{"action": "left_click", "coordinate": list(centre(layout.submit))}])
-        self.submitted = True
-        return self._calls(obs.turn, calls)
+        calls.append([("click",) + centre(layout.submit)])
+        self.pending = calls
+        return self._next_pack(obs.turn)
+
+    def _next_pack(self, turn: int) -> Dict[str, Any]:
+        """The next calls of the fill that fit one turn's bounds (the submit goes last)."""
+        pack: List[List[Tuple[Any, ...]]] = []
+        n_calls = n_actions = 0
+        while self.pending:
+            c, a = _cost(self.adapter, self.pending[0])
+            if pack and (n_calls + c > MAX_CALLS_PER_TURN or n_actions + a > MAX_ACTIONS_PER_TURN):
+                break
+            pack.append(self.pending.pop(0))
+            n_calls, n_actions = n_calls + c, n_actions + a
+        if not self.pending:
+            self.submitted = True
+        return self._calls(turn, pack)
 
     def _confirmed(self, line: Line) -> bool:
         text = _squash(line.text)
@@ -387,34 +415,148 @@ class OcrFormPolicy:
         line = find_line_with(lines, self.result_marker)
         result: Dict[str, Any] = {"result_line": _squash(line.text) if line else None,
                                   "confirmed": bool(line and self._confirmed(line))}
-        if self.adapter == "evident":
-            return {"result": result}
-        return anthropic_message([{"type": "text", "text": json.dumps(result, ensure_ascii=False)}],
-                                 self.model, "end_turn", self.turns)
+        return final_response(self.adapter, result, self.model, self.turns)
 
     # -- provider formats -------------------------------------------------------------------
-    def _calls(self, turn: int, calls: Sequence[Sequence[Dict[str, Any]]]) -> Dict[str, Any]:
-        """``calls``: per call, Anthropic-style actions; rendered in the policy's format."""
-        if self.adapter == "evident":
-            return {"calls": [{"id": f"ocr-{turn}-{i}", "actions": [_to_evident(a) for a in call]}
-                              for i, call in enumerate(calls)]}
-        blocks = [{"type": "tool_use", "id": f"toolu_ocr_{turn}_{i}_{j}", "name": "computer", "input": a}
-                  for i, call in enumerate(calls) for j, a in enumerate(call)]
-        return anthropic_message(blocks, self.model, "tool_use", self.turns)
+    def _calls(self, turn: int, calls: Sequence[Sequence[Tuple[Any, ...]]]) -> Dict[str, Any]:
+        """``calls``: per call, the policy's steps; rendered in the adapter's native format."""
+        return calls_response(self.adapter, calls, self.model, self.turns, turn, self.image)
 
 
-def _to_evident(action: Mapping[str, Any]) -> Dict[str, Any]:
-    """An Anthropic computer action as the engine's own (§4) action."""
-    kind = action["action"]
+# -- the policy's steps in each adapter's native format ----------------------------------------
+# A step is ("screenshot",), ("wait",) (about a second), ("select", x, y) (select the text of the
+# field under image pixel (x, y), so typing replaces it), ("type", text, x, y) (type into that
+# field, which was just selected) or ("click", x, y) (a left click). Coordinates are image pixels.
+# Where a format has no triple click (OpenAI, Gemini 2.5) a field is selected the way any
+# toolkit's line edit selects its whole line: a click, End, then Shift+Home; Gemini 2.5 has no
+# plain typing either (type_text_at clicks first, losing the selection), so it deletes the
+# selection (BackSpace) and types at the field.
+
+def _grid(v: int, size: int) -> int:
+    """Image pixel -> Google's 0..999 grid: the cell holding the pixel's centre, which the
+    engine maps back to floor(g * D / 1000) (docs/agents.md, "Conversions")."""
+    return max(0, min(999, (2 * v + 1) * 1000 // (2 * max(1, size))))
+
+
+def _native(adapter: str, step: Tuple[Any, ...], image: Tuple[int, int]) -> List[Any]:
+    """One step as the adapter's native actions (each one §4 action, but Gemini's type_text_at,
+    which is a click and a type)."""
+    kind = step[0]
+    if adapter == "evident":
+        if kind == "screenshot":
+            return [{"type": "screenshot"}]
+        if kind == "wait":
+            return [{"type": "wait", "ms": 1000}]
+        if kind == "select":
+            return [{"type": "triple_click", "x": step[1], "y": step[2]}]
+        if kind == "type":
+            return [{"type": "type", "text": step[1]}]
+        return [{"type": "click", "x": step[1], "y": step[2]}]
+    if adapter.startswith("anthropic-"):
+        if kind == "screenshot":
+            return [{"action": "screenshot"}]
+        if kind == "wait":
+            return [{"action": "wait", "duration": 1}]
+        if kind == "select":
+            return [{"action": "triple_click", "coordinate": [step[1], step[2]]}]
+        if kind == "type":
+            return [{"action": "type", "text": step[1]}]
+        return [{"action": "left_click", "coordinate": [step[1], step[2]]}]
+    if adapter.startswith("openai-"):
+        if kind == "screenshot":
+            return [{"type": "screenshot"}]
+        if kind == "wait":
+            return [{"type": "wait"}]
+        if kind == "select":
+            return [{"type": "click", "button": "left", "x": step[1], "y": step[2]},
+                    {"type": "keypress", "keys": ["END"]}, {"type": "keypress", "keys": ["SHIFT", "HOME"]}]
+        if kind == "type":
+            return [{"type": "type", "text": step[1]}]
+        return [{"type": "click", "button": "left", "x": step[1], "y": step[2]}]
+    w, h = image
+    if adapter == "gemini-computer-use":  # the 2.5 function set
+        if kind == "screenshot":
+            return [("open_web_browser", {})]
+        if kind == "wait":
+            return [("wait_5_seconds", {})]
+        if kind == "select":
+            return [("click_at", {"x": _grid(step[1], w), "y": _grid(step[2], h)}),
+                    ("key_combination", {"keys": "End"}), ("key_combination", {"keys": "shift+Home"}),
+                    ("key_combination", {"keys": "BackSpace"})]
+        if kind == "type":
+            return [("type_text_at", {"x": _grid(step[2], w), "y": _grid(step[3], h), "text": step[1],
+                                      "press_enter": False, "clear_before_typing": False})]
+        return [("click_at", {"x": _grid(step[1], w), "y": _grid(step[2], h)})]
+    # gemini-computer-use-3.5
     if kind == "screenshot":
-        return {"type": "screenshot"}
+        return [("take_screenshot", {})]
     if kind == "wait":
-        return {"type": "wait", "ms": int(action["duration"]) * 1000}
+        return [("wait", {"seconds": 1})]
+    if kind == "select":
+        return [("triple_click", {"x": _grid(step[1], w), "y": _grid(step[2], h)})]
     if kind == "type":
-        return {"type": "type", "text": action["text"]}
-    x, y = action["coordinate"]
-    names = {"left_click": "click", "triple_click": "triple_click", "double_click": "double_click"}
-    return {"type": names[kind], "x": int(x), "y": int(y)}
+        return [("type", {"text": step[1], "press_enter": False})]
+    return [("click", {"x": _grid(step[1], w), "y": _grid(step[2], h)})]
+
+
+def _cost(adapter: str, call: Sequence[Tuple[Any, ...]]) -> Tuple[int, int]:
+    """(provider calls, §4 actions) one policy call takes in the adapter's format."""
+    natives = [n for step in call for n in _native(adapter, step, (1000, 1000))]
+    actions = sum(2 if isinstance(n, tuple) and n[0] == "type_text_at" else 1 for n in natives)
+    if adapter in ("evident", "openai-computer"):
+        return 1, actions               # one call carries several actions
+    return len(natives), actions        # one call per native action
+
+
+def calls_response(adapter: str, calls: Sequence[Sequence[Tuple[Any, ...]]], model: str, n: int, turn: int,
+                   image: Tuple[int, int]) -> Dict[str, Any]:
+    """A response with computer calls, as the adapter's provider sends it."""
+    native = [[x for step in call for x in _native(adapter, step, image)] for call in calls]
+    if adapter == "evident":
+        return {"calls": [{"id": f"ocr-{turn}-{i}", "actions": acts} for i, acts in enumerate(native)]}
+    if adapter.startswith("anthropic-"):
+        blocks = [{"type": "tool_use", "id": f"toolu_ocr_{turn}_{i}_{j}", "name": "computer", "input": a}
+                  for i, acts in enumerate(native) for j, a in enumerate(acts)]
+        return anthropic_message(blocks, model, "tool_use", n)
+    if adapter == "openai-computer":
+        items = [{"type": "computer_call", "id": f"cu_ocr_{turn}_{i}", "call_id": f"call_ocr_{turn}_{i}",
+                  "status": "completed", "pending_safety_checks": [], "actions": acts}
+                 for i, acts in enumerate(native)]
+        return openai_response(items, model, n)
+    if adapter == "openai-computer-use-preview":
+        items = [{"type": "computer_call", "id": f"cu_ocr_{turn}_{i}_{j}", "call_id": f"call_ocr_{turn}_{i}_{j}",
+                  "status": "completed", "pending_safety_checks": [], "action": a}
+                 for i, acts in enumerate(native) for j, a in enumerate(acts)]
+        return openai_response(items, model, n)
+    parts = [{"functionCall": {"id": f"fc_ocr_{turn}_{i}_{j}", "name": name, "args": args}}
+             for i, acts in enumerate(native) for j, (name, args) in enumerate(acts)]
+    return gemini_response(parts, model)
+
+
+def final_response(adapter: str, result: Mapping[str, Any], model: str, n: int) -> Dict[str, Any]:
+    """The final answer ``result`` (one JSON object) where the adapter's provider puts text."""
+    if adapter == "evident":
+        return {"result": dict(result)}
+    text = json.dumps(result, ensure_ascii=False)
+    if adapter.startswith("anthropic-"):
+        return anthropic_message([{"type": "text", "text": text}], model, "end_turn", n)
+    if adapter.startswith("openai-"):
+        return openai_response([{"type": "message", "id": f"msg_ocr_{n:04d}", "role": "assistant",
+                                 "status": "completed",
+                                 "content": [{"type": "output_text", "text": text, "annotations": []}]}], model, n)
+    return gemini_response([{"text": text}], model)
+
+
+def openai_response(output: List[Dict[str, Any]], model: str, n: int) -> Dict[str, Any]:
+    """A Responses API response as the API returns it."""
+    return {"id": f"resp_ocr_{n:04d}", "object": "response", "status": "completed", "model": model,
+            "output": output}
+
+
+def gemini_response(parts: List[Dict[str, Any]], model: str) -> Dict[str, Any]:
+    """A generateContent response (REST, camelCase) as the API returns it."""
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+            "modelVersion": model}
 
 
 def anthropic_message(content: List[Dict[str, Any]], model: str, stop_reason: str, n: int) -> Dict[str, Any]:
@@ -424,6 +566,6 @@ def anthropic_message(content: List[Dict[str, Any]], model: str, stop_reason: st
             "usage": {"input_tokens": 0, "output_tokens": 0}}
 
 
-__all__ = ["ADAPTERS", "FormLayout", "Line", "OcrFormPolicy", "Word", "anthropic_message", "field_right_of",
-           "find_line_with", "find_phrase", "group_lines", "locate_form", "ocr_words", "parse_tsv",
-           "tesseract_version"]
+__all__ = ["ADAPTERS", "FormLayout", "Line", "OcrFormPolicy", "Word", "anthropic_message", "calls_response",
+           "field_right_of", "final_response", "find_line_with", "find_phrase", "gemini_response", "group_lines",
+           "locate_form", "ocr_words", "openai_response", "parse_tsv", "tesseract_version"]
