@@ -31,7 +31,7 @@ Status SessionEvidence::record_end(const std::string& session_id, const std::str
              {"job_sha256", job_sha256},   {"outcome", outcome}, {"receipt_id", nullptr},
              {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = log_.append(entry, *k);
+  auto r = append_locked(entry, *k, /*keep=*/true);
   if (!r.ok()) return r.error();
   return {};
 }
@@ -45,7 +45,7 @@ Status SessionEvidence::record_task_end(const std::string& task_id, const std::s
              {"task_sha256", task_sha256}, {"outcome", outcome}, {"receipt_id", nullptr},
              {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = log_.append(entry, *k);
+  auto r = append_locked(entry, *k, /*keep=*/true);
   if (!r.ok()) return r.error();
   return {};
 }
@@ -56,7 +56,6 @@ Result<Json> SessionEvidence::seal_closed(const std::string& evidence_dir, const
   if (!k.ok()) return k.error();
   // The exact bytes on disk are what the envelope's first subject names.
   auto bytes = read_receipt_bytes(evidence_dir + "/" + std::string(kReceiptFileName));
-  if (!bytes.ok()) return bytes.error();
   // Read with value(): a receipt's members are not assumed (a const operator[] on a missing key
   // is undefined). A task receipt (schema evident.task-receipt/v1) is logged as kind "task".
   const Json binding = receipt.value("binding", Json::object());
@@ -69,9 +68,21 @@ Result<Json> SessionEvidence::seal_closed(const std::string& evidence_dir, const
              {"ended_at", format_rfc3339_ms(ended_wall_ms)}};
   if (task) entry["task_sha256"] = receipt.value("task_sha256", Json());
   else entry["job_sha256"] = binding.value("job_sha256", Json());
+  // Whatever fails from here, the session ends failed, and that ending is logged (or kept
+  // pending until the log can be written).
+  Json failed = entry;
+  failed["outcome"] = "failed";
+  failed["receipt_id"] = nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  auto appended = log_.append(entry, *k);
-  if (!appended.ok()) return appended.error();
+  if (!bytes.ok()) {
+    (void)append_locked(failed, *k, /*keep=*/true);
+    return bytes.error();
+  }
+  auto appended = append_locked(entry, *k, /*keep=*/false);  // a closed entry is never deferred
+  if (!appended.ok()) {
+    (void)append_locked(failed, *k, /*keep=*/true);
+    return appended.error();
+  }
   Json proof = Json::array();
   for (const auto& h : appended->inclusion_proof) proof.push_back(hash_hex(h));
   Json log{{"index", appended->index},
@@ -79,13 +90,34 @@ Result<Json> SessionEvidence::seal_closed(const std::string& evidence_dir, const
            {"entry", appended->entry},
            {"inclusion_proof", proof}};
   if (auto st = write_receipt_envelope(evidence_dir, *bytes, receipt, log, *k); !st) {
-    Json failed = entry;
-    failed["outcome"] = "failed";
-    failed["receipt_id"] = nullptr;
-    (void)log_.append(failed, *k);
+    (void)append_locked(failed, *k, /*keep=*/true);
     return st.error();
   }
   return Json{{"index", appended->index}, {"tree_head", appended->tree_head}};
+}
+
+Result<LogAppendResult> SessionEvidence::append_locked(const Json& entry, const Ed25519Key& key, bool keep) {
+  auto defer = [&](const Error& e) {
+    // An entry the log refuses as invalid never becomes valid: not kept.
+    if (keep && e.code != "log-entry-invalid" && pending_.size() < kMaxPendingEntries) pending_.push_back(entry);
+  };
+  // The pending entries first, in order: the log's order is the order of the endings.
+  while (!pending_.empty()) {
+    auto r = log_.append(pending_.front(), key);
+    if (!r.ok() && r.error().code != "log-entry-invalid") {
+      defer(r.error());
+      return r.error();
+    }
+    pending_.pop_front();
+  }
+  auto r = log_.append(entry, key);
+  if (!r.ok()) defer(r.error());
+  return r;
+}
+
+std::size_t SessionEvidence::pending_entries() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size();
 }
 
 }  // namespace evident

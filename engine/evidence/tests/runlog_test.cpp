@@ -6,7 +6,9 @@
 
 #include "evident/core/json.h"
 #include "evident/evidence/dsse.h"
+#include "evident/core/fs.h"
 #include "evident/evidence/runlog.h"
+#include "evident/evidence/session_evidence.h"
 #include "evident/receipts/jcs.h"
 #include "evident/testing/files.h"
 #include "evident/testing/process.h"
@@ -158,6 +160,56 @@ TEST(RunLog, CrashLeftoversAreCutAndTamperingIsFound) {
   testing::write_text(dir / "log/state.json", "{\"tree_size\":1}");
   EXPECT_EQ(log.append(entry(9), *key).error().code, "log-corrupt");
   EXPECT_EQ(log.prove(0, 0).error().code, "log-corrupt");
+}
+
+// Every ended session is in the run log, even when the log could not be written as it ended
+// (docs/receipts.md §9 "When the log cannot be written"): a close whose sealing fails logs the
+// session `failed` (before: a failed append of the closed entry logged nothing at all), an entry
+// whose append fails stays pending and is written, in order, by the next append that succeeds.
+TEST(SessionEvidence, EndingsThatCannotBeLoggedArePendingUntilTheLogWorks) {
+  TempDir dir;
+  const std::string state = dir.path() + "/state";
+  SessionEvidence ev(state);
+  ASSERT_TRUE(ev.key().ok());
+  const std::string evidence = dir.path() + "/evidence";
+  ASSERT_TRUE(make_private_dir(evidence).ok());
+  const std::string golden = std::string(EVIDENT_SOURCE_DIR) + "/receipts/golden/v3-three-actions/receipt.json";
+  testing::write_text(evidence + "/receipt.json", testing::read_text(golden));
+  auto receipt = parse_json_strict(testing::read_text(golden), 1 << 22, "test");
+  ASSERT_TRUE(receipt.ok());
+
+  // The log cannot be written: <state>/log is a file, not a directory.
+  testing::write_text(state + "/log", "not a directory");
+  auto sealed = ev.seal_closed(evidence, *receipt, 1764670000000);
+  ASSERT_FALSE(sealed.ok());
+  EXPECT_EQ(sealed.error().code, "fs-error");
+  EXPECT_EQ(ev.pending_entries(), 1u);  // the closed session's `failed` ending
+  EXPECT_FALSE(ev.record_end("ses-" + std::string(32, '1'), "a1", std::string(64, 'b'), "aborted",
+                             1764670000001).ok());
+  EXPECT_EQ(ev.pending_entries(), 2u);
+
+  // The log works again: the next ending writes both pending entries first, in order.
+  ASSERT_EQ(::unlink((state + "/log").c_str()), 0);
+  EXPECT_TRUE(ev.record_end("ses-" + std::string(32, '2'), "a2", std::string(64, 'c'), "expired",
+                            1764670000002).ok());
+  EXPECT_EQ(ev.pending_entries(), 0u);
+  RunLog log(state);
+  auto all = log.entries(0, 10);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0]["entry"]["id"], (*receipt)["session_id"]);
+  EXPECT_EQ((*all)[0]["entry"]["outcome"], "failed");
+  EXPECT_TRUE((*all)[0]["entry"]["receipt_id"].is_null());
+  EXPECT_EQ((*all)[0]["entry"]["job_sha256"], (*receipt)["binding"]["job_sha256"]);
+  EXPECT_EQ((*all)[1]["entry"]["outcome"], "aborted");
+  EXPECT_EQ((*all)[2]["entry"]["outcome"], "expired");
+  for (const auto& c : log.verify(*ev.key())) EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
+
+  // And a close that can be sealed now is: closed entry, envelope.
+  auto again = ev.seal_closed(evidence, *receipt, 1764670000003);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ((*again)["index"], 3);
+  EXPECT_TRUE(testing::path_exists(evidence + "/receipt.dsse.json"));
 }
 
 }  // namespace

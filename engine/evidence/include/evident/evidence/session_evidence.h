@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,8 +30,14 @@ class SessionEvidence {
   const std::string& host_id() const { return host_id_; }
 
   // A closed session: reads `evidence_dir`/receipt.json (its exact bytes), appends the closed
-  // entry, writes receipt.dsse.json. Returns {"index","tree_head"}. On an error after the
-  // append, appends a "failed" entry for the same session before returning it.
+  // entry, writes receipt.dsse.json. Returns {"index","tree_head"}. On any error once the key is
+  // usable (the receipt unreadable, the closed entry's append, the envelope), a "failed" entry
+  // for the same session is logged before the error is returned, so the ended session is in
+  // the run log either way.
+  //
+  // Every append that fails (a full disk, a log that cannot be written) keeps its entry pending,
+  // in order, and every later append writes the pending entries first: an ending is logged once
+  // the log can be written again (while this process lives; at most kMaxPendingEntries).
   Result<Json> seal_closed(const std::string& evidence_dir, const Json& receipt,
                            std::int64_t ended_wall_ms);
   // Any other ending (aborted, failed, expired): one entry, receipt_id null.
@@ -43,13 +50,22 @@ class SessionEvidence {
                          const std::string& task_sha256, const std::string& outcome,
                          std::int64_t ended_wall_ms);
 
+  // How many endings are not yet in the run log (pending, see seal_closed).
+  std::size_t pending_entries();
+  static constexpr std::size_t kMaxPendingEntries = 1024;
+
  private:
+  // Appends the pending entries, then `entry`; with `keep`, an entry whose append fails is kept
+  // pending.
+  // Caller holds mu_.
+  Result<LogAppendResult> append_locked(const Json& entry, const Ed25519Key& key, bool keep);
   std::string state_dir_;
   std::optional<Ed25519Key> key_;
   Error key_error_;
   std::string host_id_;
   RunLog log_;
   std::mutex mu_;  // one append at a time in this process (the log's flock covers others)
+  std::deque<Json> pending_;  // guarded by mu_
 };
 
 }  // namespace evident
