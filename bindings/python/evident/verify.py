@@ -381,6 +381,47 @@ def _event_problem(e: Any, pos: int, v3: bool) -> Optional[str]:
     return None
 
 
+# ---- The shape rules session and task receipts share (one place for both schema checks).
+
+def _actor_problem(a: Any) -> Optional[str]:
+    if isinstance(a, dict):
+        if a.get("kind") == "local_user" and _exact_keys(a, ("kind", "uid")) and _int_min(a["uid"], 0):
+            return None
+        if (a.get("kind") == "in_process" and _exact_keys(a, ("kind", "uid", "pid"))
+                and _int_min(a["uid"], 0) and _int_min(a["pid"], 1)):
+            return None
+    return "actor is not a local_user or in_process actor"
+
+
+def _timestamps_counters_problem(r: Dict[str, Any], counters: Iterable[str]) -> Optional[str]:
+    for k in TIMESTAMP_KEYS:
+        if not isinstance(r[k], str):
+            return k + " is not a string"
+    for k in counters:
+        if not _int_min(r[k], 0):
+            return k + " is not an integer >= 0"
+    return None
+
+
+def _tail_problem(r: Dict[str, Any], claims_key: str, id_prefix: str) -> Optional[str]:
+    """The transcript digests, the observation, the claims object (session ``claims``, task
+    ``result``) with its digest, and ``receipt_id`` (``ecr-`` / ``etr-``)."""
+    for k in ("stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
+              claims_key + "_sha256"):
+        if not _hex64(r[k]):
+            return k + " is not 64 lowercase hex"
+    o = r["observation"]
+    if not (_exact_keys(o, ("sha256", "byte_length", "width", "height")) and _hex64(o["sha256"])
+            and _int_min(o["byte_length"], 1) and _int_min(o["width"], 1)
+            and _int_min(o["height"], 1)):
+        return "observation is not {sha256, byte_length>=1, width>=1, height>=1}"
+    if not isinstance(r[claims_key], dict):
+        return claims_key + " is not an object"
+    if not _prefixed(r["receipt_id"], id_prefix, 64):
+        return "receipt_id is not " + id_prefix + "<64 hex>"
+    return None
+
+
 def _schema_problem(r: Any) -> Optional[str]:
     if not isinstance(r, dict):
         return "receipt is not a JSON object"
@@ -419,28 +460,18 @@ def _schema_problem(r: Any) -> Optional[str]:
         return "binding.attempt_id is not 1..256 bytes"
     if not _hex64(b["job_sha256"]):
         return "binding.job_sha256 is not 64 lowercase hex"
-    a = r["actor"]
-    actor_ok = False
-    if isinstance(a, dict):
-        if a.get("kind") == "local_user":
-            actor_ok = _exact_keys(a, ("kind", "uid")) and _int_min(a["uid"], 0)
-        elif a.get("kind") == "in_process":
-            actor_ok = (_exact_keys(a, ("kind", "uid", "pid")) and _int_min(a["uid"], 0)
-                        and _int_min(a["pid"], 1))
-    if not actor_ok:
-        return "actor is not a local_user or in_process actor"
+    p = _actor_problem(r["actor"])
+    if p:
+        return p
     ex = r["execution"]
     if not (_exact_keys(ex, ("kind", "internal_model_calls", "claims_authority"))
             and ex["kind"] == "external-actions" and _is_int(ex["internal_model_calls"])
             and ex["internal_model_calls"] == 0 and ex["claims_authority"] == "external-caller"):
         return "execution is not the external-actions constant"
-    for k in TIMESTAMP_KEYS:
-        if not isinstance(r[k], str):
-            return k + " is not a string"
-    for k in ("elapsed_ms", "action_count", "input_event_count",
-              "post_observation_input_event_count"):
-        if not _int_min(r[k], 0):
-            return k + " is not an integer >= 0"
+    p = _timestamps_counters_problem(r, ("elapsed_ms", "action_count", "input_event_count",
+                                         "post_observation_input_event_count"))
+    if p:
+        return p
     t = r["transcript"]
     if not (isinstance(t, list) and 4 <= len(t) <= (69 if v3 else 68)):  # v3: one app_exit more
         return "transcript is not an array of %s events" % ("4..69" if v3 else "4..68")
@@ -448,20 +479,7 @@ def _schema_problem(r: Any) -> Optional[str]:
         p = _event_problem(e, i, v3)
         if p:
             return p
-    for k in ("stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
-              "claims_sha256"):
-        if not _hex64(r[k]):
-            return k + " is not 64 lowercase hex"
-    o = r["observation"]
-    if not (_exact_keys(o, ("sha256", "byte_length", "width", "height")) and _hex64(o["sha256"])
-            and _int_min(o["byte_length"], 1) and _int_min(o["width"], 1)
-            and _int_min(o["height"], 1)):
-        return "observation is not {sha256, byte_length>=1, width>=1, height>=1}"
-    if not isinstance(r["claims"], dict):
-        return "claims is not an object"
-    if not _prefixed(r["receipt_id"], "ecr-", 64):
-        return "receipt_id is not ecr-<64 hex>"
-    return None
+    return _tail_problem(r, "claims", "ecr-")
 
 
 # ---------------------------------------------------------------- checks
@@ -852,19 +870,12 @@ def _task_schema_problem(r: Any) -> Optional[str]:
             and _int_min(b["app_pid"], 1) and _hex64(b["app_argv_sha256"])
             and _str_len(b["attempt_id"], 1, 256)):
         return "binding has a malformed member"
-    a = r["actor"]
-    actor_ok = False
-    if isinstance(a, dict):
-        if a.get("kind") == "local_user":
-            actor_ok = _exact_keys(a, ("kind", "uid")) and _int_min(a["uid"], 0)
-        elif a.get("kind") == "in_process":
-            actor_ok = (_exact_keys(a, ("kind", "uid", "pid")) and _int_min(a["uid"], 0)
-                        and _int_min(a["pid"], 1))
-    if not actor_ok:
-        return "actor is not a local_user or in_process actor"
-    p = r["policy"]
-    if not (_exact_keys(p, ("adapter", "provider", "model"))
-            and all(_str_len(p[k], 1, 256) for k in ("adapter", "provider", "model"))):
+    p = _actor_problem(r["actor"])
+    if p:
+        return p
+    pol = r["policy"]
+    if not (_exact_keys(pol, ("adapter", "provider", "model"))
+            and all(_str_len(pol[k], 1, 256) for k in ("adapter", "provider", "model"))):
         return "policy is not {adapter, provider, model} of 1..256 bytes each"
     if not _hex64(r["task_sha256"]):
         return "task_sha256 is not 64 lowercase hex"
@@ -880,12 +891,9 @@ def _task_schema_problem(r: Any) -> Optional[str]:
                                                   "max_actions_per_turn", "max_actions"))
             and isinstance(lim["input_sealed"], bool)):
         return "limits is not {max_turns, deadline_ms, input_sealed, max_actions_per_turn, max_actions}"
-    for k in TIMESTAMP_KEYS:
-        if not isinstance(r[k], str):
-            return k + " is not a string"
-    for k in TASK_COUNTERS:
-        if not _int_min(r[k], 0):
-            return k + " is not an integer >= 0"
+    p = _timestamps_counters_problem(r, TASK_COUNTERS)
+    if p:
+        return p
     if r["prior_receipt_id"] is not None and not _prefixed(r["prior_receipt_id"], "etr-", 64):
         return "prior_receipt_id is not null or etr-<64 hex>"
     if r["prior_transcript_sha256"] is not None and not _hex64(r["prior_transcript_sha256"]):
@@ -902,20 +910,7 @@ def _task_schema_problem(r: Any) -> Optional[str]:
         prob = _task_event_problem(e, i)
         if prob:
             return prob
-    for k in ("stage_transcript_sha256", "transcript_sha256", "pre_observation_sha256",
-              "result_sha256"):
-        if not _hex64(r[k]):
-            return k + " is not 64 lowercase hex"
-    o = r["observation"]
-    if not (_exact_keys(o, ("sha256", "byte_length", "width", "height")) and _hex64(o["sha256"])
-            and _int_min(o["byte_length"], 1) and _int_min(o["width"], 1)
-            and _int_min(o["height"], 1)):
-        return "observation is not {sha256, byte_length>=1, width>=1, height>=1}"
-    if not isinstance(r["result"], dict):
-        return "result is not an object"
-    if not _prefixed(r["receipt_id"], "etr-", 64):
-        return "receipt_id is not etr-<64 hex>"
-    return None
+    return _tail_problem(r, "result", "etr-")
 
 
 def verify_task_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
