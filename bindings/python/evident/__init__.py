@@ -16,8 +16,8 @@ See docs/python.md for the whole API and the pytest plugin (fixtures ``evident_d
 from __future__ import annotations
 
 from . import actions
-from ._data import (ActionResult, BatchResult, DisplayStatus, ElementBox, Observation, Png,
-                    PngInfo, WaitResult, Window)
+from ._data import (ActionResult, BatchResult, DisplayStatus, ElementBox, ImageMatch, Observation,
+                    Png, PngInfo, WaitResult, Window)
 from ._version import __version__
 from .app import App
 from .browser import Browser
@@ -37,6 +37,6 @@ __all__ = [
     "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
     "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
     "ActionError", "SessionError", "TaskError", "ReceiptError", "BrowserError", "error_class_for", "Client", "wait_for",
-    "Window", "WaitResult", "WaitTimeout",
+    "Window", "WaitResult", "WaitTimeout", "ImageMatch",
 ]
 

@@ -201,6 +201,8 @@ class DisplayStatus:
     ready: bool
     layers: List[Dict[str, Any]]
     keyboard_layout: Optional[str] = None
+    # On a managed display: {"managed", "fitted", "focused"} counts of the window keeper.
+    window_keeper: Optional[Dict[str, int]] = None
 
     def layer(self, name: str) -> Optional[Dict[str, Any]]:
         return next((x for x in self.layers if x.get("name") == name), None)
@@ -259,6 +261,42 @@ class WaitResult:
     def window(self) -> Optional[Window]:
         w = self.raw.get("window")
         return Window.from_json(w) if isinstance(w, Mapping) else None
+
+    @property
+    def match(self) -> Optional["ImageMatch"]:
+        """``wait_image``: where the template was found (``None`` on timeout)."""
+        m = self.raw.get("match")
+        return ImageMatch.from_json(m) if isinstance(m, Mapping) else None
+
+
+@dataclass(frozen=True)
+class ImageMatch:
+    """Where a template image was found on the display (``find_image``/``wait_image``):
+    the match's box in display pixels and its score (OpenCV's normalised correlation
+    coefficient, ``score_permille`` / 1000; 1.0 for an exact copy)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    score_permille: int
+
+    @property
+    def score(self) -> float:
+        return self.score_permille / 1000.0
+
+    @property
+    def center(self) -> Tuple[int, int]:
+        return (self.x + self.width // 2, self.y + self.height // 2)
+
+    @property
+    def region(self) -> Tuple[int, int, int, int]:
+        return (self.x, self.y, self.width, self.height)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "ImageMatch":
+        return cls(int(obj["x"]), int(obj["y"]), int(obj["width"]), int(obj["height"]),
+                   int(obj["score_permille"]))
 
 
 @dataclass(frozen=True)

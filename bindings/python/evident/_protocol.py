@@ -321,7 +321,7 @@ COMMITTED_ACTION_KINDS: FrozenSet[str] = frozenset(
 
 # settle outcomes (docs/protocol.md §4); a receipt v3 session action event may carry one
 SETTLE_OUTCOMES: Tuple[str, ...] = ('settled', 'still_loading', 'fixed', 'off')
-ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box', 'task')
+ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'wait.image', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box', 'task')
 
 # session op -> phases it may run in ("*": any, also ended; empty: begin)
 SESSION_OPS: Dict[str, Tuple[str, ...]] = {

@@ -35,6 +35,8 @@ class Display(ActionHelpers, WindowHelpers):
         self.width: int = int(obj.get("width", 0))
         self.height: int = int(obj.get("height", 0))
         self.raw: Dict[str, Any] = dict(obj)
+        # Created with manage_windows=True (the engine fits, raises and focuses new windows).
+        self.manage_windows: bool = bool(obj.get("manage_windows", False))
         self._destroyed = False
 
     def _ref(self) -> Dict[str, Any]:
@@ -54,8 +56,10 @@ class Display(ActionHelpers, WindowHelpers):
     def status(self) -> DisplayStatus:
         reply = self.engine.call("display.status", self._ref())
         layout = reply.get("keyboard_layout")
+        keeper = reply.get("window_keeper")
         return DisplayStatus(bool(reply.get("ready")), list(reply.get("layers", [])),
-                             None if layout is None else str(layout))
+                             None if layout is None else str(layout),
+                             None if keeper is None else dict(keeper))
 
     def __enter__(self) -> "Display":
         return self

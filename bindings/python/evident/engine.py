@@ -119,14 +119,21 @@ class Engine:
         return self.call("ping")
 
     def create_display(self, width: int = 1280, height: int = 800, depth: int = 24,
-                       dpi: int = 96, keyboard_layout: Optional[str] = None) -> Display:
+                       dpi: int = 96, keyboard_layout: Optional[str] = None,
+                       manage_windows: bool = False) -> Display:
         """Starts an owned display and waits until it is ready (docs/protocol.md §3);
-        ``keyboard_layout="de"`` applies that XKB layout first (docs/displays.md)."""
+        ``keyboard_layout="de"`` applies that XKB layout first (docs/displays.md);
+        ``manage_windows=True`` runs the engine-side window manager: every newly mapped
+        top-level window is fitted into the display, raised and focused (docs/windows.md)."""
         args: Dict[str, Any] = {"width": width, "height": height, "depth": depth, "dpi": dpi}
         if keyboard_layout is not None:
             args["keyboard_layout"] = keyboard_layout
+        if manage_windows:
+            args["manage_windows"] = True
         reply = self.call("display.create", args)
-        return Display(self, reply["display"])
+        display = Display(self, reply["display"])
+        display.manage_windows = bool(reply.get("manage_windows", False))
+        return display
 
     def displays(self) -> List[Display]:
         """The displays this engine owns."""

@@ -3,7 +3,9 @@
 Fixtures
   ``evident_engine``          one in-process :class:`evident.Engine` per worker (session scope)
   ``evident_display``         a fresh owned display per test, sized by ``@pytest.mark.evident_display(
-                              width=, height=, depth=, dpi=)`` or ``--evident-display-size=WxH``
+                              width=, height=, depth=, dpi=)`` or ``--evident-display-size=WxH``;
+                              ``manage_windows=True`` in the marker: new windows are fitted,
+                              raised and focused (docs/windows.md)
   ``evident_worker_display``  one display shared by all tests of a worker (faster, less isolated)
   ``evident_app``             launcher: ``evident_app(["cmd", ...], wait_window_ms=5000)`` -> App,
                               stopped at teardown
@@ -101,8 +103,8 @@ def _add_evidence_options(group: "pytest.OptionGroup") -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "evident_display(width=None, height=None, depth=24, dpi=96): size of the test's "
-        "evident_display")
+        "evident_display(width=None, height=None, depth=24, dpi=96, manage_windows=False): "
+        "size of the test's evident_display; manage_windows: new windows fitted, raised, focused")
 
 
 def _parse_size(text: Optional[str]) -> Tuple[int, int]:
@@ -460,6 +462,7 @@ def evident_display(request: pytest.FixtureRequest, evident_engine: Engine,
     """A fresh display for this test (destroyed with its apps at teardown)."""
     width, height = _parse_size(request.config.getoption("evident_display_size"))
     depth, dpi = 24, 96
+    manage_windows = False
     marker = request.node.get_closest_marker("evident_display")
     if marker is not None:
         if marker.args:
@@ -468,7 +471,9 @@ def evident_display(request: pytest.FixtureRequest, evident_engine: Engine,
         height = int(marker.kwargs.get("height", height))
         depth = int(marker.kwargs.get("depth", depth))
         dpi = int(marker.kwargs.get("dpi", dpi))
-    display = evident_engine.create_display(width=width, height=height, depth=depth, dpi=dpi)
+        manage_windows = bool(marker.kwargs.get("manage_windows", False))
+    display = evident_engine.create_display(width=width, height=height, depth=depth, dpi=dpi,
+                                            manage_windows=manage_windows)
     evident_evidence.watch(display)
     with display:
         yield display

@@ -2,7 +2,8 @@
 
 ``Display`` inherits :class:`WindowHelpers`: ``display.windows()``, ``display.wait_window(...)``,
 ``display.capture_window(...)``, ``display.focus_window(...)``, ``display.env()``,
-``display.wait_stable(...)``, ``display.wait_pixels(...)``. Every one is a single engine op
+``display.wait_stable(...)``, ``display.wait_pixels(...)``, ``display.find_image(...)``,
+``display.wait_image(...)``. Every one is a single engine op
 (``window.*``, ``wait.*``, ``display.env``), the same the CLI sends (``evident window ...``,
 ``evident wait ...``).
 
@@ -19,11 +20,12 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from ._call import Caller
-from ._data import Png, PngInfo, Region, WaitResult, Window
+from ._data import ImageMatch, Png, PngInfo, Region, WaitResult, Window
 from .errors import DisplayError
 from .screen_text import ScreenText, find_text, read_text
 
-__all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region", "AppRef"]
+__all__ = ["Window", "WaitResult", "WaitTimeout", "WindowHelpers", "Region", "AppRef",
+           "ImageMatch"]
 
 
 class AppRef(Protocol):
@@ -239,6 +241,51 @@ class WindowHelpers:
                               f"{last.get('total')} pixels within tolerance, largest channel "
                               f"difference {last.get('max_channel_diff')})", True, result)
         return result
+
+    def wait_image(self, template: Union[str, bytes], region: Optional[Region] = None, *,
+                   threshold: float = 0.95, timeout: float = 5.0,
+                   raise_on_timeout: bool = True) -> WaitResult:
+        """Waits until ``template`` (a PNG path or bytes) appears in the region (default: the
+        whole display): OpenCV template matching (TM_CCOEFF_NORMED), found when the best score
+        reaches ``threshold`` (0.001..1.0). Re-checked on every DAMAGE report in the region,
+        never on a timer. Outcome ``found`` (``result.match``: the box and score) or
+        ``timeout`` (``raw["best"]``: the best candidate seen last)."""
+        if not 0.0 < float(threshold) <= 1.0:
+            raise ValueError("threshold must be in (0, 1]")
+        args: Dict[str, Any] = {**self._ref(), "timeout_ms": _ms(timeout, 5000),
+                                "min_score_permille": max(1, min(1000, int(round(threshold * 1000))))}
+        if region is not None:
+            args["region"] = _region(region)
+        tmp: Optional[tempfile.TemporaryDirectory[str]] = None
+        try:
+            if isinstance(template, (bytes, bytearray)):
+                tmp = tempfile.TemporaryDirectory(prefix="evident-tpl-")
+                path = os.path.join(tmp.name, "template.png")
+                with open(path, "wb") as f:
+                    f.write(bytes(template))
+            else:
+                path = os.path.abspath(str(template))
+            args["template"] = path
+            reply = self.engine.call("wait.image", args)
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+        result = WaitResult(str(reply["outcome"]), int(reply.get("elapsed_ms", 0)), dict(reply))
+        if result.outcome != "found" and raise_on_timeout:
+            best = reply.get("best", {})
+            raise WaitTimeout("wait-timeout",
+                              f"the image was not found within {result.elapsed_ms} ms "
+                              f"({reply.get('checks')} checks; best score "
+                              f"{best.get('score_permille')}/1000, needed "
+                              f"{reply.get('min_score_permille')})", True, result)
+        return result
+
+    def find_image(self, template: Union[str, bytes], region: Optional[Region] = None, *,
+                   threshold: float = 0.95) -> Optional[ImageMatch]:
+        """One look (no wait): where ``template`` is on the screen now, or ``None`` when its best
+        score is below ``threshold`` (``wait_image`` with timeout 0)."""
+        return self.wait_image(template, region, threshold=threshold, timeout=0,
+                               raise_on_timeout=False).match
 
     # -- text on the screen (tesseract; evident.screen_text) ---------------------------------
     def read_text(self, region: Optional[Region] = None, *, timeout: float = 30.0,

@@ -1,5 +1,5 @@
-"""`evident window list|wait|capture` (and `wait pixels --until`, `display create
---keyboard-layout`) as a user runs them: the built CLI binary against a real `evident daemon` on
+"""`evident window list|wait|capture` (and `wait pixels --until`, `wait image`, `display create
+--keyboard-layout` and `--manage-windows`) as a user runs them: the built CLI binary against a real `evident daemon` on
 a private socket, a real xmessage, PNGs decoded by Pillow. Exit codes: 0 done, 1 a wait's
 timeout, 2 usage."""
 import io
@@ -119,3 +119,46 @@ def test_display_create_with_a_keyboard_layout_through_the_cli(cli):
     rc, out, _ = cli("display", "create", "--width", "320", "--height", "240",
                      "--keyboard-layout", "nosuchlayout")
     assert rc != 0 and out["error"]["code"] == "display-keyboard-layout"
+
+
+def test_a_managed_display_and_wait_image_through_the_cli(cli, tmp_path):
+    did, gen, out = _display(cli, "--manage-windows")
+    assert out["manage_windows"] is True
+    # 500 pixels wide on a 320-pixel display: the keeper fits it in and focuses it.
+    rc, out, _ = cli("app", "launch", did, gen, "--wait-window-ms", "10000", "--",
+                     "xmessage", "-geometry", "500x100+0+200", "-title", "cli-managed", "managed")
+    assert rc == 0, out
+    rc, out, _ = cli("window", "wait", did, gen, "--title", "cli-managed", "--timeout-ms", "5000")
+    assert rc == 0 and out["managed"] is True
+    w = out["window"]
+    assert w["focused"] and w["x"] >= 0 and w["y"] >= 0
+    assert w["x"] + w["width"] <= 320 and w["y"] + w["height"] <= 240 and w["width"] < 500
+    rc, out, _ = cli("display", "status", did, gen)
+    assert rc == 0 and out["window_keeper"]["fitted"] == 1 and out["window_keeper"]["focused"] >= 1
+    # wait image: a crop of the window's top-left corner is found where the X server says the
+    # window is (exit 0); a template that is never shown times out after one look (exit 1).
+    rc, out, _ = cli("wait", "stable", did, gen, "--timeout-ms", "5000")
+    assert rc == 0
+    shot = str(tmp_path / "shot.png")
+    assert cli("display", "screenshot", did, gen, "--out", shot)[0] == 0
+    tpl = str(tmp_path / "tpl.png")
+    Image.open(shot).convert("RGB").crop((w["x"], w["y"], w["x"] + 80, w["y"] + 40)).save(tpl)
+    rc, out, _ = cli("wait", "image", did, gen, "--template", tpl, "--timeout-ms", "3000")
+    assert rc == 0 and out["outcome"] == "found"
+    assert (out["match"]["x"], out["match"]["y"]) == (w["x"], w["y"])
+    assert out["match"]["score_permille"] >= 999
+    rc, text, _ = cli("wait", "image", did, gen, "--template", tpl, "--timeout-ms", "0",
+                      json_out=False)
+    assert rc == 0 and text.startswith("found after") and f"80x40+{w['x']}+{w['y']}" in text
+    rnd = __import__("random").Random(5)
+    noise = Image.new("RGB", (40, 30))
+    noise.putdata([(rnd.randrange(256), rnd.randrange(256), rnd.randrange(256))
+                   for _ in range(40 * 30)])
+    absent = str(tmp_path / "absent.png")
+    noise.save(absent)
+    t0 = time.monotonic()
+    rc, out, _ = cli("wait", "image", did, gen, "--template", absent, "--timeout-ms", "400")
+    assert rc == 1 and out["ok"] and out["outcome"] == "timeout" and out["match"] is None
+    assert time.monotonic() - t0 >= 0.4 and out["checks"] == 1
+    rc, out, _ = cli("wait", "image", did, gen, "--timeout-ms", "400")
+    assert rc == 2  # --template is required

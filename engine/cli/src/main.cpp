@@ -249,6 +249,9 @@ int run(int argc, char** argv) {
   d_create->add_option("--dpi", dpi)->capture_default_str();
   std::string keyboard_layout;
   d_create->add_option("--keyboard-layout", keyboard_layout, "XKB layout applied once ready (de, fr, ...)");
+  bool manage_windows = false;
+  d_create->add_flag("--manage-windows", manage_windows,
+                     "fit, raise and focus every newly mapped window (docs/windows.md)");
   int id = 0;
   std::string gen, out;
   auto* d_destroy = display->add_subcommand("destroy", "stop the display's apps, then the display");
@@ -364,6 +367,7 @@ int run(int argc, char** argv) {
   if (d_create->parsed()) {
     Json args{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}};
     if (d_create->count("--keyboard-layout")) args["keyboard_layout"] = keyboard_layout;
+    if (manage_windows) args["manage_windows"] = true;
     return send(g, "display.create", args);
   }
   if (d_destroy->parsed()) return send(g, "display.destroy", Json{{"display_id", id}, {"generation", gen}});

@@ -22,13 +22,14 @@ struct WindowCli {
   CLI::App* wait = nullptr;
   CLI::App* capture = nullptr;
   CLI::App* focus = nullptr;
-  std::string app_id, title, wm_class, out, region, color, reference, until;
+  std::string app_id, title, wm_class, out, region, color, reference, until, templ;
   bool mapped_only = false;
   std::int64_t pid = 0, window = 0, timeout_ms = 0, quiet_ms = 300, tolerance = 0,
-               min_permille = 1000, max_pixels = 0;
+               min_permille = 1000, max_pixels = 0, min_score_permille = 950;
   // wait
   CLI::App* stable = nullptr;
   CLI::App* pixels = nullptr;
+  CLI::App* image = nullptr;
   // display env
   CLI::App* env = nullptr;
 };
@@ -133,6 +134,13 @@ void print_human(const std::string& op, const Json& r) {
   } else if (op == "window.focus") {
     std::cout << (r["focused"].get<bool>() ? "focused" : "not focused") << "  (focus: "
               << r["focus"]["kind"].get<std::string>() << ")" << std::endl;
+  } else if (op == "wait.image") {
+    const Json& b = r["best"];
+    std::cout << r["outcome"].get<std::string>() << " after " << r["elapsed_ms"].get<std::int64_t>()
+              << " ms: best match " << b["width"].get<int>() << "x" << b["height"].get<int>() << "+"
+              << b["x"].get<int>() << "+" << b["y"].get<int>() << " score "
+              << b["score_permille"].get<int>() << "/1000 (needed "
+              << r["min_score_permille"].get<int>() << ")" << std::endl;
   } else if (op == "wait.stable" || op == "wait.pixels") {
     std::cout << r["outcome"].get<std::string>() << " after " << r["elapsed_ms"].get<std::int64_t>()
               << " ms" << std::endl;
@@ -230,6 +238,14 @@ std::shared_ptr<WindowCli> add_window_commands(CLI::App& app, CLI::App& display)
   c->pixels->add_option("--until", c->until, "with --reference: matches (default) or differs");
   c->pixels->add_option("--timeout-ms", c->timeout_ms, "at most 120000 (default 5000)");
 
+  c->image = wait->add_subcommand("image", "wait until a template PNG appears (OpenCV template matching)");
+  ref(c->image);
+  c->image->add_option("--template", c->templ, "a PNG file: the image to find")->required();
+  c->image->add_option("--region", c->region, "X,Y,W,H searched (default: the whole display)");
+  c->image->add_option("--min-score-permille", c->min_score_permille,
+                       "the match score needed, 1..1000 (default 950)");
+  c->image->add_option("--timeout-ms", c->timeout_ms, "at most 120000 (default 5000; 0: look once)");
+
   c->env = display.add_subcommand("env", "DISPLAY and the private XAUTHORITY, as shell exports");
   ref(c->env);
   return c;
@@ -259,6 +275,17 @@ std::optional<int> run_window_command(const WindowCli& c, bool json, const std::
   if (c.focus->parsed()) {
     args["id"] = c.window;
     return send(json, socket, "window.focus", args);
+  }
+  if (c.image->parsed()) {
+    if (!c.region.empty()) {
+      Json r;
+      if (!parse_region(c.region, &r)) return usage(json, "--region must be X,Y,W,H (integers)");
+      args["region"] = r;
+    }
+    args["template"] = absolute(c.templ);
+    if (c.image->count("--min-score-permille")) args["min_score_permille"] = c.min_score_permille;
+    if (c.image->count("--timeout-ms")) args["timeout_ms"] = c.timeout_ms;
+    return send(json, socket, "wait.image", args);
   }
   if (c.stable->parsed() || c.pixels->parsed()) {
     CLI::App* sub = c.stable->parsed() ? c.stable : c.pixels;

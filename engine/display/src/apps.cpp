@@ -231,8 +231,14 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   WindowMatch match;
   match.pid_tree = app->info.pid;
   WindowWaiter::Scan scan;
+  // On a managed display the window counts once the keeper has fitted, raised and focused it:
+  // a `type` right after the launch then reaches it (docs/windows.md, "Managed windows").
+  auto found = [&] {
+    if (auto keeper = d->keeper()) (void)keeper->sync(WindowKeeper::kSyncBoundMs);
+    return snapshot(*app);
+  };
   for (;;) {
-    if (waiter->find(match, true, &scan)) return snapshot(*app);
+    if (waiter->find(match, true, &scan)) return found();
     if (x_connection_dead(watch)) {
       forget();
       app->child->stop(kAppStopBoundMs);
@@ -244,7 +250,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     }
     const auto wake = waiter->wait(deadline_us, app->child->pidfd());
     if (wake == WindowWaiter::Wake::kTimeout) {
-      if (waiter->find(match, true, &scan)) return snapshot(*app);
+      if (waiter->find(match, true, &scan)) return found();
       forget();
       app->child->stop(kAppStopBoundMs);
       return make_error("app-window-timeout",

@@ -63,11 +63,9 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
     // A fresh lifetime for the caller: the generation it had while idle was never handed out,
     // but a new one keeps "one generation per create" true without exception.
     leased->info_.generation = random_id("gen");
-    if (!options.keyboard_layout.empty()) {
-      if (Status st = apply_keyboard_layout(*leased, options.keyboard_layout); !st.ok()) {
-        leased->teardown();
-        return st.error();
-      }
+    if (Status st = apply_create_options(*leased, options); !st.ok()) {
+      leased->teardown();
+      return st.error();
     }
     leased->info_.ready_us = steady_us() - t0;
     return register_display(std::move(leased));
@@ -80,16 +78,30 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
     warm_cv_.notify_all();  // the refill thread may be waiting for room under max_displays
   }
   if (!started.ok()) return started.error();
-  if (!options.keyboard_layout.empty()) {
-    // Before the display is registered: nobody sees it with another layout, and a failure leaves
-    // nothing behind.
-    if (Status st = apply_keyboard_layout(**started, options.keyboard_layout); !st.ok()) {
+  if (!options.keyboard_layout.empty() || options.manage_windows) {
+    // Before the display is registered: nobody sees it with another layout or unmanaged, and a
+    // failure leaves nothing behind.
+    if (Status st = apply_create_options(**started, options); !st.ok()) {
       (*started)->teardown();
       return st.error();
     }
     (*started)->info_.ready_us = steady_us() - t0;
   }
   return register_display(std::move(*started));
+}
+
+Status DisplayManager::apply_create_options(OwnedDisplay& d, const DisplayOptions& options) {
+  if (!options.keyboard_layout.empty()) {
+    EVIDENT_TRY(apply_keyboard_layout(d, options.keyboard_layout));
+  }
+  d.info_.manage_windows = options.manage_windows;
+  if (options.manage_windows) {
+    auto keeper = WindowKeeper::start(d.info_.name, d.cookie_, d.info_.width, d.info_.height);
+    if (!keeper.ok()) return keeper.error();
+    std::lock_guard lock(d.attachment_mu_);
+    d.keeper_ = std::move(*keeper);
+  }
+  return {};
 }
 
 Result<std::shared_ptr<OwnedDisplay>> DisplayManager::register_display(

@@ -60,6 +60,12 @@ std::shared_ptr<DisplayAttachment> OwnedDisplay::attachment(
   return attachment_;
 }
 
+std::shared_ptr<WindowKeeper> OwnedDisplay::keeper() {
+  std::lock_guard lock(attachment_mu_);
+  if (destroyed_) return nullptr;
+  return keeper_;
+}
+
 std::shared_ptr<void> OwnedDisplay::begin_batch(std::function<void()> cancel) {
   std::lock_guard lock(batch_mu_);
   if (destroyed_.load()) return nullptr;
@@ -91,10 +97,15 @@ void OwnedDisplay::teardown() {
   }
   destroyed_ = true;
   std::shared_ptr<DisplayAttachment> attached;
+  std::shared_ptr<WindowKeeper> keeper;
   {
     std::lock_guard lock(attachment_mu_);
     attached = std::move(attachment_);
+    keeper = std::move(keeper_);
   }
+  // Its thread and connections end before the server does (a holder of the pointer only gets
+  // sync() == false from now on).
+  if (keeper) keeper->stop();
   // A server that already exited: force the connection into its error state without Xlib
   // (shut the socket, let XCB see EOF), so that nothing below makes an Xlib call on it.
   if (::Display* dead = dpy_.load(); dead && xvfb_ && xvfb_->exited() && !x_connection_dead(dead)) {

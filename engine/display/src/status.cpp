@@ -27,6 +27,7 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
       close_x_connection(*c);
     }
   }
+  if (auto keeper = d.keeper()) out.window_keeper = keeper->counters();
   const std::string recreate = "destroy the display and create a new one";
 
   // authority: the private cookie file is intact.

@@ -17,7 +17,7 @@ namespace evident {
 void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager& browsers) {
   ops["display.create"] = [&displays, &browsers](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi", "keyboard_layout"}));
+    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi", "keyboard_layout", "manage_windows"}));
     DisplayOptions o;
     if (f.has("width")) {
       auto v = f.integer("width", protocol::kDisplayWidthMin, protocol::kDisplayWidthMax);
@@ -45,10 +45,16 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
       if (!v.ok()) return v.error();
       o.keyboard_layout = *v;
     }
+    if (f.has("manage_windows")) {
+      auto v = f.boolean("manage_windows");
+      if (!v.ok()) return v.error();
+      o.manage_windows = *v;
+    }
     auto d = displays.create(o);
     if (!d.ok()) return d.error();
     Json out{{"display", (*d)->info().to_json()}};
     if (!o.keyboard_layout.empty()) out["keyboard_layout"] = o.keyboard_layout;
+    if (o.manage_windows) out["manage_windows"] = true;
     return out;
   };
 
@@ -81,7 +87,12 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
     for (const auto& l : st->layers) layers.push_back(l.to_json());
     return Json{{"ready", st->ready},
                 {"layers", layers},
-                {"keyboard_layout", st->keyboard_layout.empty() ? Json(nullptr) : Json(st->keyboard_layout)}};
+                {"keyboard_layout", st->keyboard_layout.empty() ? Json(nullptr) : Json(st->keyboard_layout)},
+                {"window_keeper", st->window_keeper
+                                      ? Json{{"managed", st->window_keeper->managed},
+                                             {"fitted", st->window_keeper->fitted},
+                                             {"focused", st->window_keeper->focused}}
+                                      : Json(nullptr)}};
   };
 
   ops["display.screenshot"] = [&displays, &browsers](const Actor&, const Json& args) -> Result<Json> {

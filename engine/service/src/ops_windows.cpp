@@ -1,4 +1,5 @@
-// window.list / window.wait / window.capture / window.focus, wait.stable / wait.pixels
+// window.list / window.wait / window.capture / window.focus, wait.stable / wait.pixels /
+// wait.image
 // (docs/windows.md). Every X call here goes through a connection of
 // its own (OwnedDisplay::open_connection), except frame grabs, which use the display's capturer
 // under its x_mutex for the grab only: a wait never holds the display's shared connection.
@@ -27,6 +28,7 @@ constexpr std::int64_t kDefaultWaitMs = 5000;
 constexpr std::int64_t kDefaultQuietMs = 300;
 constexpr std::int64_t kMaxQuietMs = 60000;
 constexpr std::int64_t kMaxReferenceFileBytes = 64 * 1024 * 1024;
+constexpr std::int64_t kDefaultMinScorePermille = 950;
 
 
 Result<std::shared_ptr<OwnedDisplay>> live_display(DisplayManager& dm, const DisplayRef& ref) {
@@ -193,11 +195,25 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
     if (!conn.ok()) return conn.error();
     auto r = wait_for_window((*conn)->get(), m, *timeout);
     if (!r.ok()) return r.error();
+    bool managed = false;
+    if (r->found) {
+      if (auto keeper = (*d)->keeper()) {
+        // The keeper acts on the map too: answer with the window as it left it (fitted, raised,
+        // focused), so the caller can type at once (docs/windows.md, "Managed windows").
+        managed = keeper->sync(WindowKeeper::kSyncBoundMs);
+        auto again = list_windows((*conn)->get());
+        if (!again.ok()) return again.error();
+        for (const auto& w : again->windows) {
+          if (w.id == r->window->id) r->window = w;
+        }
+      }
+    }
     return Json{{"outcome", r->found ? "found" : "timeout"},
                 {"elapsed_ms", r->elapsed_ms},
                 {"window", r->window ? r->window->to_json() : Json(nullptr)},
                 {"waited_for", describe_match(m)},
-                {"seen", describe_scan(r->last_scan, false)}};
+                {"seen", describe_scan(r->last_scan, false)},
+                {"managed", managed}};
   };
 
   ops["window.capture"] = [displays](const Actor&, const Json& args) -> Result<Json> {
@@ -311,6 +327,81 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
                 {"quiet_ms", *quiet},
                 {"changes", r.changes},
                 {"region", rect ? rect_json(*rect) : Json(nullptr)}};
+  };
+
+  ops["wait.image"] = [displays](const Actor&, const Json& args) -> Result<Json> {
+    JsonFields f(args, kArgs, "args");
+    EVIDENT_TRY(f.only({"display_id", "generation", "template", "region", "min_score_permille",
+                        "timeout_ms"}));
+    auto ref = display_ref_arg(f);
+    if (!ref.ok()) return ref.error();
+    auto region = region_arg(f, false);
+    if (!region.ok()) return region.error();
+    auto min_score = int_or(f, "min_score_permille", 1, 1000, kDefaultMinScorePermille);
+    if (!min_score.ok()) return min_score.error();
+    auto timeout = int_or(f, "timeout_ms", 0, kMaxWaitMs, kDefaultWaitMs);
+    if (!timeout.ok()) return timeout.error();
+    auto path = f.string("template", 1, 4096);
+    if (!path.ok()) return path.error();
+    if ((*path)[0] != '/' || path->find('\0') != std::string::npos) {
+      return make_error(kArgs, "args: the template path must be absolute");
+    }
+    auto d = live_display(*displays, *ref);
+    if (!d.ok()) return d.error();
+    const int dw = (*d)->info().width, dh = (*d)->info().height;
+    Rect rect{0, 0, dw, dh};
+    if (*region) {
+      auto clamped = clamp_rect(**region, dw, dh);
+      if (!clamped) return make_error(kArgs, "args: the region lies entirely outside the display");
+      rect = *clamped;
+    }
+    auto bytes = read_file(*path, kMaxReferenceFileBytes);
+    if (!bytes.ok()) {
+      return make_error("wait-reference-invalid",
+                        "the template image cannot be read (missing, unreadable or over 64 MiB)");
+    }
+    auto templ = decode_png_rgb(*bytes, kMaxTemplatePixels);
+    if (!templ.ok()) return templ.error();
+    EVIDENT_TRY(validate_template(*templ));
+    if (templ->width > rect.width || templ->height > rect.height) {
+      return make_error("wait-reference-invalid",
+                        "the template image is larger than the region searched (clipped to the "
+                        "display)");
+    }
+    auto conn = OwnConnection::open(**d);
+    if (!conn.ok()) return conn.error();
+    // Watch first, then look: a change between the look and the wait is never missed.
+    auto damage = RegionDamage::create((*conn)->get(), rect);
+    if (!damage.ok()) return damage.error();
+    const std::int64_t t0 = steady_us();
+    const std::int64_t deadline = t0 + *timeout * 1000;
+    int checks = 0;
+    ImageMatch best;
+    bool found = false;
+    for (;;) {
+      auto img = grab(**d, rect);
+      if (!img.ok()) return img.error();
+      ++checks;
+      auto m = match_template(*img, *templ);
+      if (!m.ok()) return m.error();
+      best = *m;
+      best.x += rect.x;
+      best.y += rect.y;
+      if (best.score_permille >= *min_score) {
+        found = true;
+        break;
+      }
+      const auto wake = (*damage)->wait_change(deadline);
+      if (wake == RegionDamage::Wake::kDead) return display_dead_error();
+      if (wake == RegionDamage::Wake::kTimeout) break;  // nothing changed since the last look
+    }
+    return Json{{"outcome", found ? "found" : "timeout"},
+                {"elapsed_ms", (steady_us() - t0) / 1000},
+                {"checks", checks},
+                {"region", rect_json(rect)},
+                {"min_score_permille", *min_score},
+                {"best", best.to_json()},
+                {"match", found ? best.to_json() : Json(nullptr)}};
   };
 
   ops["wait.pixels"] = [displays](const Actor&, const Json& args) -> Result<Json> {

@@ -88,6 +88,31 @@ PixelVerdict compare_color(const RawImage& image, const ColorSpec& color);
 PixelVerdict compare_reference(const RawImage& image, const RawImage& reference, int tolerance,
                                std::int64_t max_pixels);
 
+// Template search (docs/windows.md, "Finding an image"): OpenCV's matchTemplate with
+// TM_CCOEFF_NORMED (the normalised correlation coefficient, 1 for an exact copy, insensitive to a
+// uniform brightness change) over the three channels.
+struct ImageMatch {
+  int x = 0, y = 0;           // top-left of the best match, in the searched image
+  int width = 0, height = 0;  // the template's size
+  int score_permille = 0;     // the best score, floor(1000 * coefficient), -1000..1000
+  Json to_json() const;       // {"x","y","width","height","score_permille"}
+};
+
+// Limits of a template search (checked before any work; the template must also fit in the
+// searched region): at most kMaxTemplatePixels template pixels and kMaxSearchPixels searched.
+inline constexpr std::int64_t kMaxTemplatePixels = 1024 * 1024;
+inline constexpr std::int64_t kMaxSearchPixels = 4096 * 4096;
+
+// Checks a template before a search: non-empty, within kMaxTemplatePixels, and not of one colour
+// (a flat template has no correlation coefficient: it would match anywhere or nowhere).
+// "wait-reference-invalid".
+Status validate_template(const RawImage& templ);
+
+// Pure: the best match of `templ` in `image` (which must be at least as large in both directions
+// and within kMaxSearchPixels). "wait-reference-invalid" when it does not fit, "internal" when
+// OpenCV fails.
+Result<ImageMatch> match_template(const RawImage& image, const RawImage& templ);
+
 // Decodes a PNG (any colour type libpng reads; alpha is dropped after compositing on black) to
 // packed RGB. Refused before decoding when larger than max_pixels. "wait-reference-invalid".
 Result<RawImage> decode_png_rgb(const std::string& bytes, std::int64_t max_pixels);

@@ -23,6 +23,7 @@
 #include "evident/core/status.h"
 #include "evident/protocol/protocol.h"
 #include "evident/process/process.h"
+#include "evident/display/window_keeper.h"
 #include "evident/display/xauth.h"
 
 typedef struct _XDisplay Display;  // Xlib
@@ -38,6 +39,10 @@ struct DisplayOptions {
   // An XKB layout name applied with setxkbmap right after the display is ready ("de", "fr", ...;
   // [a-z][a-z0-9_]{0,31}); empty: the server's default (us). docs/displays.md, "Keyboard layout".
   std::string keyboard_layout;
+  // The engine-side window manager (evident/display/window_keeper.h; docs/windows.md, "Managed
+  // windows"): every newly mapped top-level window is fitted into the display, raised and
+  // focused. Off by default.
+  bool manage_windows = false;
 };
 
 // Checks the protocol's ranges. Error: "display-args".
@@ -53,6 +58,7 @@ struct DisplayInfo {
   int dpi = 0;
   pid_t xvfb_pid = 0;
   std::int64_t ready_us = 0;  // create -> ready, microseconds
+  bool manage_windows = false;  // a WindowKeeper runs on it
   // The protocol's shape: {"id","name","generation","width","height"}.
   Json to_json() const;
 };
@@ -82,6 +88,8 @@ struct DisplayStatus {
   bool ready = false;  // all layers ready
   // The layout in the root window's _XKB_RULES_NAMES, read back live (empty when unreadable).
   std::string keyboard_layout;
+  // The window keeper's counters on a managed display (null without one).
+  std::optional<WindowKeeper::Counters> window_keeper;
   std::vector<StatusLayer> layers;
 };
 
@@ -155,6 +163,11 @@ class OwnedDisplay {
   // close_x_connection). "x-connect-failed".
   Result<::Display*> open_connection() const;
 
+  // The display's window keeper (created with manage_windows), or null: without one, or after
+  // destroy. Callers that saw a window mapped call sync() on it before relying on its focus or
+  // geometry.
+  std::shared_ptr<WindowKeeper> keeper();
+
   // A batch in flight on this display (docs/reliability.md, "Display lifetime"): while the
   // returned guard lives, teardown does not free the connection, capturer, change watcher or
   // input state the batch uses. A teardown that races the batch calls `cancel` (which must make
@@ -185,6 +198,7 @@ class OwnedDisplay {
   std::optional<std::string> session_holder_;
   std::mutex attachment_mu_;
   std::shared_ptr<DisplayAttachment> attachment_;
+  std::shared_ptr<WindowKeeper> keeper_;  // under attachment_mu_
   std::mutex batch_mu_;
   std::condition_variable batch_cv_;
   std::uint64_t next_batch_ = 1;
@@ -331,6 +345,8 @@ class DisplayManager {
   // setxkbmap -layout `layout` on the ready display (bounded by kKeyboardLayoutBoundMs), then
   // reads the layout back from _XKB_RULES_NAMES. "display-keyboard-layout".
   Status apply_keyboard_layout(OwnedDisplay& d, const std::string& layout);
+  // The per-create settings applied after start or lease (keyboard layout, window keeper).
+  Status apply_create_options(OwnedDisplay& d, const DisplayOptions& options);
   void stop_apps_of(int display_id, const std::string& generation);
   AppInfo snapshot(App& app);
   // Registers a started display under its number (retiring a dead predecessor); fails with
