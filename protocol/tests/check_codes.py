@@ -22,6 +22,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # Kebab-case string literals in engine sources that are not error codes.
 NOT_CODES = {
+    # program names of the display's accessibility stack (docs/accessibility.md)
+    "dbus-daemon": "program name (the accessibility stack's buses)",
+    "at-spi2-registryd": "program name (the accessibility stack's registry)",
+    # AT-SPI state names (AtspiStateType's nicks) in an accessibility tree's "states"
+    "has-popup": "AT-SPI state name (accessibility tree)",
+    "has-tooltip": "AT-SPI state name (accessibility tree)",
+    "invalid-entry": "AT-SPI state name (accessibility tree)",
+    "is-default": "AT-SPI state name (accessibility tree)",
+    "manages-descendants": "AT-SPI state name (accessibility tree)",
+    "multi-line": "AT-SPI state name (accessibility tree)",
+    "read-only": "AT-SPI state name (accessibility tree)",
+    "selectable-text": "AT-SPI state name (accessibility tree)",
+    "single-line": "AT-SPI state name (accessibility tree)",
+    "supports-autocompletion": "AT-SPI state name (accessibility tree)",
     # session end reasons (a snapshot's "ended.reason"; docs/sessions.md)
     "display-lost": "session end reason",
     "cleanup-failed": "session end reason",

@@ -24,7 +24,8 @@ from .browser import Browser
 from .client import Client
 from .display import Display
 from .engine import Engine
-from .errors import (ActionError, AppError, BrowserError, DisplayError, EngineError,
+from .accessibility import AxNode, AxTree
+from .errors import (AccessibilityError, ActionError, AppError, BrowserError, DisplayError, EngineError,
                      EvidentError, ReceiptError, SessionError, TaskError, UsageError,
                      error_class_for)
 from .session import Session
@@ -36,7 +37,7 @@ __all__ = [
     "__version__", "actions", "Engine", "Display", "DisplayStatus", "Png", "App", "Browser", "ElementBox", "Session",
     "ActionResult", "BatchResult", "Observation", "PngInfo", "Verification", "VerifyCheck",
     "verify_receipt", "EvidentError", "UsageError", "EngineError", "DisplayError", "AppError",
-    "ActionError", "SessionError", "TaskError", "ReceiptError", "BrowserError", "error_class_for", "Client", "wait_for",
+    "ActionError", "SessionError", "TaskError", "ReceiptError", "BrowserError", "AccessibilityError", "AxNode", "AxTree", "error_class_for", "Client", "wait_for",
     "Window", "WaitResult", "WaitTimeout", "ImageMatch",
 ]
 

@@ -82,6 +82,12 @@ LIMITS: Mapping[str, int] = {
     'task_request_max_bytes': 1052672,
     'task_envelope_max_bytes': 2109440,
     'task_prior_receipts_max': 1024,
+    'ax_nodes_default': 2000,
+    'ax_nodes_max': 10000,
+    'ax_depth_default': 32,
+    'ax_depth_max': 64,
+    'ax_timeout_ms': 10000,
+    'ax_text_max_bytes': 4096,
 }
 
 # family -> the exception class (evident/errors.py) raised for every code of the family
@@ -95,6 +101,7 @@ ERROR_FAMILIES: Mapping[str, str] = {
     'receipt': 'ReceiptError',
     'task': 'TaskError',
     'browser': 'BrowserError',
+    'accessibility': 'AccessibilityError',
 }
 
 ERRORS: Mapping[str, ErrorInfo] = {
@@ -289,6 +296,12 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'task-phase': ErrorInfo('task', False, False),
     'task-prior-receipt-unknown': ErrorInfo('task', False, False),
     'task-sequence': ErrorInfo('task', False, False),
+    'accessibility-app-not-found': ErrorInfo('accessibility', True, False),
+    'accessibility-args': ErrorInfo('accessibility', False, False),
+    'accessibility-bus-gone': ErrorInfo('accessibility', False, False),
+    'accessibility-off': ErrorInfo('accessibility', False, False),
+    'accessibility-start-failed': ErrorInfo('accessibility', True, False),
+    'accessibility-timeout': ErrorInfo('accessibility', True, False),
 }
 
 ACTION_KINDS: Mapping[str, ActionKind] = {
@@ -321,7 +334,7 @@ COMMITTED_ACTION_KINDS: FrozenSet[str] = frozenset(
 
 # settle outcomes (docs/protocol.md §4); a receipt v3 session action event may carry one
 SETTLE_OUTCOMES: Tuple[str, ...] = ('settled', 'still_loading', 'fixed', 'off')
-ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'wait.image', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box', 'task')
+ENVELOPE_OPS: Tuple[str, ...] = ('ping', 'display.create', 'display.destroy', 'display.list', 'display.status', 'display.screenshot', 'app.launch', 'app.stop', 'app.list', 'cu.actions', 'session', 'display.env', 'window.list', 'window.wait', 'window.capture', 'window.focus', 'wait.stable', 'wait.pixels', 'wait.image', 'browser.create', 'browser.close', 'browser.list', 'browser.status', 'browser.evaluate', 'browser.navigate', 'browser.element_box', 'task', 'accessibility.tree')
 
 # session op -> phases it may run in ("*": any, also ended; empty: begin)
 SESSION_OPS: Dict[str, Tuple[str, ...]] = {

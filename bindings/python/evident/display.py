@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 
 from ._call import Caller
 from ._data import BatchResult, DisplayStatus, Png, PngInfo, Settle
+from .accessibility import AxTree
 from .actions import ActionHelpers
 from .app import App
 from .browser import Browser
@@ -130,6 +131,24 @@ class Display(ActionHelpers, WindowHelpers):
             args["profile_dir"] = str(profile_dir)
         reply = self.engine.call("browser.create", args)
         return Browser(self.engine, reply["browser"], display=self)
+
+    def accessibility(self, app: Union[App, str], *, max_nodes: Optional[int] = None,
+                      max_depth: Optional[int] = None,
+                      timeout_ms: Optional[int] = None) -> AxTree:
+        """The AT-SPI2 tree of ``app`` (an :class:`App` on this display, or its id), read now
+        over this display's accessibility bus (the display must have been created with
+        ``accessibility=True``). Bounded by ``max_nodes``/``max_depth`` (the tree says
+        ``truncated``) and ``timeout_ms``. Raises ``AccessibilityError``
+        (``accessibility-off``, ``accessibility-app-not-found``, ...). docs/accessibility.md."""
+        app_id = app.app_id if isinstance(app, App) else str(app)
+        args: Dict[str, Any] = {"app_id": app_id}
+        if max_nodes is not None:
+            args["max_nodes"] = int(max_nodes)
+        if max_depth is not None:
+            args["max_depth"] = int(max_depth)
+        if timeout_ms is not None:
+            args["timeout_ms"] = int(timeout_ms)
+        return AxTree(self.engine.call("accessibility.tree", args))
 
     # -- actions ----------------------------------------------------------------------------
     def actions(self, actions: Sequence[Mapping[str, Any]], *, observe: str = "pixels",

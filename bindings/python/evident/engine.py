@@ -120,16 +120,20 @@ class Engine:
 
     def create_display(self, width: int = 1280, height: int = 800, depth: int = 24,
                        dpi: int = 96, keyboard_layout: Optional[str] = None,
-                       manage_windows: bool = False) -> Display:
+                       manage_windows: bool = False, accessibility: bool = False) -> Display:
         """Starts an owned display and waits until it is ready (docs/protocol.md §3);
         ``keyboard_layout="de"`` applies that XKB layout first (docs/displays.md);
         ``manage_windows=True`` runs the engine-side window manager: every newly mapped
-        top-level window is fitted into the display, raised and focused (docs/windows.md)."""
+        top-level window is fitted into the display, raised and focused (docs/windows.md);
+        ``accessibility=True`` gives it a private accessibility stack, so that
+        :meth:`Display.accessibility` can read its apps' trees (docs/accessibility.md)."""
         args: Dict[str, Any] = {"width": width, "height": height, "depth": depth, "dpi": dpi}
         if keyboard_layout is not None:
             args["keyboard_layout"] = keyboard_layout
         if manage_windows:
             args["manage_windows"] = True
+        if accessibility:
+            args["accessibility"] = True
         reply = self.call("display.create", args)
         display = Display(self, reply["display"])
         display.manage_windows = bool(reply.get("manage_windows", False))

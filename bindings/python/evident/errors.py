@@ -26,6 +26,7 @@ __all__ = [
     "SessionError",
     "TaskError",
     "BrowserError",
+    "AccessibilityError",
     "ReceiptError",
     "AgentError",
     "error_class_for",
@@ -95,6 +96,12 @@ class BrowserError(EvidentError):
     family = "browser"
 
 
+class AccessibilityError(EvidentError):
+    """Accessibility (docs/accessibility.md): ``accessibility-*`` codes."""
+
+    family = "accessibility"
+
+
 class TaskError(EvidentError):
     """Bounded agent tasks: ``task-*`` codes (a refused provider response, a turn over its limits)."""
 
@@ -114,7 +121,7 @@ class ReceiptError(EvidentError):
 _CLASSES: Mapping[str, Type[EvidentError]] = {
     cls.__name__: cls
     for cls in (UsageError, EngineError, DisplayError, AppError, ActionError, SessionError,
-                TaskError, BrowserError, ReceiptError)
+                TaskError, BrowserError, AccessibilityError, ReceiptError)
 }
 # The class of each family of the protocol file (a family added there needs its class above:
 # importing this module then fails, and so does tests/test_errors_and_protocol.py).

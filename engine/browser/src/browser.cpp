@@ -316,6 +316,7 @@ Result<BrowserInfo> BrowserManager::create(const BrowserOptions& o) {
   auto got = displays_.get(o.display_id, o.generation);
   if (!got.ok()) return got.error();
   const DisplayInfo dinfo = (*got)->info();
+  const bool accessibility = (*got)->accessibility_bus().has_value();
   // Chromium on X11 never gives a window exactly the screen's size (it shrinks it by 1 px each
   // way, fullscreen included), so that one size is refused and the default is one row less.
   const int width = o.width == 0 ? dinfo.width : o.width;
@@ -395,6 +396,9 @@ Result<BrowserInfo> BrowserManager::create(const BrowserOptions& o) {
   }
   argv.push_back("--user-data-dir=" + profile);
   argv.push_back("--window-size=" + std::to_string(width) + "," + std::to_string(height));
+  // On a display with an accessibility stack the page's tree is exposed over AT-SPI
+  // (docs/accessibility.md); the launch gives Chromium the stack's environment.
+  if (accessibility) argv.push_back("--force-renderer-accessibility");
   for (const auto& a : o.extra_args) argv.push_back(a);
   // App mode: a window without tab strip or toolbar, so the viewport is the window's client
   // area. Chromium opens a normal browser window for --app=about:blank, hence an empty data: page;

@@ -89,6 +89,37 @@ void print_human(const std::string& op, const Json& r) {
     std::cout << std::flush;
     return;
   }
+  if (op == "accessibility.tree") {
+    // One line per node, indented by depth: role "name" [states] x,y WxH = value.
+    for (const auto& n : r["nodes"]) {
+      std::cout << std::string(2 * static_cast<std::size_t>(n["depth"].get<int>()), ' ')
+                << n["role"].get<std::string>() << " " << Json(n["name"].get<std::string>()).dump();
+      if (!n["states"].empty()) {
+        std::cout << " [";
+        bool first = true;
+        for (const auto& st : n["states"]) {
+          std::cout << (first ? "" : " ") << st.get<std::string>();
+          first = false;
+        }
+        std::cout << "]";
+      }
+      if (n["bounds"].is_object()) {
+        const Json& b = n["bounds"];
+        std::cout << " " << b["x"].get<int>() << "," << b["y"].get<int>() << " "
+                  << b["width"].get<int>() << "x" << b["height"].get<int>();
+      }
+      if (n["value_withheld"].get<bool>()) {
+        std::cout << " (value withheld)";
+      } else if (n["value"].is_string()) {
+        std::cout << " = " << Json(n["value"].get<std::string>()).dump();
+      }
+      std::cout << "\n";
+    }
+    std::cout << r["node_count"].get<int>() << " nodes"
+              << (r["truncated"].get<bool>() ? " (truncated by " + r["truncated_by"].get<std::string>() + ")" : "")
+              << std::endl;
+    return;
+  }
   if (op == "display.create") {
     const Json& d = r["display"];
     std::cout << "display " << d["name"].get<std::string>() << " ready  id "
@@ -252,6 +283,9 @@ int run(int argc, char** argv) {
   bool manage_windows = false;
   d_create->add_flag("--manage-windows", manage_windows,
                      "fit, raise and focus every newly mapped window (docs/windows.md)");
+  bool accessibility_flag = false;
+  d_create->add_flag("--accessibility", accessibility_flag,
+                     "a private accessibility stack (D-Bus session bus, AT-SPI bus, registry)");
   int id = 0;
   std::string gen, out;
   auto* d_destroy = display->add_subcommand("destroy", "stop the display's apps, then the display");
@@ -287,6 +321,15 @@ int run(int argc, char** argv) {
   auto* a_stop = appc->add_subcommand("stop", "stop an app (TERM, then KILL after 3 s)");
   a_stop->add_option("APP_ID", app_id)->required();
   auto* a_list = appc->add_subcommand("list", "apps and their liveness");
+
+  // accessibility tree (docs/accessibility.md)
+  auto* ax = app.add_subcommand("accessibility", "AT-SPI2 trees of apps on accessibility displays");
+  ax->require_subcommand(1);
+  int ax_max_nodes = 0, ax_max_depth = 0;
+  auto* ax_tree = ax->add_subcommand("tree", "the accessibility tree of an app: APP_ID");
+  ax_tree->add_option("APP_ID", app_id)->required();
+  ax_tree->add_option("--max-nodes", ax_max_nodes, "at most this many nodes");
+  ax_tree->add_option("--max-depth", ax_max_depth, "at most this many levels below the app");
 
   // window list|wait|capture|focus, wait stable|pixels, display env (windows_cli.cpp)
   auto window_cli = add_window_commands(app, *display);
@@ -368,6 +411,7 @@ int run(int argc, char** argv) {
     Json args{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}};
     if (d_create->count("--keyboard-layout")) args["keyboard_layout"] = keyboard_layout;
     if (manage_windows) args["manage_windows"] = true;
+    if (accessibility_flag) args["accessibility"] = true;
     return send(g, "display.create", args);
   }
   if (d_destroy->parsed()) return send(g, "display.destroy", Json{{"display_id", id}, {"generation", gen}});
@@ -434,6 +478,12 @@ int run(int argc, char** argv) {
       return print_error(g, make_error("task-json", "task request is not valid UTF-8"), 1);
     }
     return send(g, "task", Json{{"request", *text}});
+  }
+  if (ax_tree->parsed()) {
+    Json args{{"app_id", app_id}};
+    if (ax_tree->count("--max-nodes")) args["max_nodes"] = ax_max_nodes;
+    if (ax_tree->count("--max-depth")) args["max_depth"] = ax_max_depth;
+    return send(g, "accessibility.tree", args);
   }
   if (auto b = browser_cli.request()) {
     if (!b->ok()) return print_error(g, b->error(), 2);

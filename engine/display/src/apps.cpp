@@ -180,6 +180,19 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
   spec.path = *exe;
   spec.argv = argv;
   std::vector<std::string> overrides = launch.env;
+  if (auto bus = d->accessibility_bus()) {
+    // The display's accessibility stack wins over the caller's entries of the same names.
+    const std::vector<std::string> ours = bus->app_env();
+    auto key = [](const std::string& e) { return e.substr(0, e.find('=')); };
+    overrides.erase(std::remove_if(overrides.begin(), overrides.end(),
+                                   [&](const std::string& e) {
+                                     return std::any_of(ours.begin(), ours.end(), [&](const std::string& o) {
+                                       return key(o) == key(e);
+                                     });
+                                   }),
+                    overrides.end());
+    overrides.insert(overrides.end(), ours.begin(), ours.end());
+  }
   overrides.push_back("DISPLAY=" + d->info().name);
   overrides.push_back("XAUTHORITY=" + d->auth_file());
   spec.env = environment_with(overrides);

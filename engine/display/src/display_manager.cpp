@@ -67,6 +67,12 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
       leased->teardown();
       return st.error();
     }
+    if (options.accessibility) {
+      if (Status st = start_accessibility(*leased); !st.ok()) {
+        leased->teardown();
+        return st.error();
+      }
+    }
     leased->info_.ready_us = steady_us() - t0;
     return register_display(std::move(leased));
   }
@@ -82,6 +88,14 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
     // Before the display is registered: nobody sees it with another layout or unmanaged, and a
     // failure leaves nothing behind.
     if (Status st = apply_create_options(**started, options); !st.ok()) {
+      (*started)->teardown();
+      return st.error();
+    }
+    (*started)->info_.ready_us = steady_us() - t0;
+  }
+  if (options.accessibility) {
+    // Like the layout: before the display is registered, so a failure leaves nothing behind.
+    if (Status st = start_accessibility(**started); !st.ok()) {
       (*started)->teardown();
       return st.error();
     }

@@ -122,6 +122,21 @@ void OwnedDisplay::teardown() {
     ::Display* dpy = dpy_.exchange(nullptr);
     if (dpy) close_x_connection(dpy);
   }
+  // The accessibility stack (registryd, the AT-SPI bus, the session bus): TERM together, one
+  // bound, then KILL and reap (docs/accessibility.md, "The stack").
+  std::vector<std::unique_ptr<Child>> a11y;
+  {
+    std::lock_guard lock(a11y_mu_);
+    a11y = std::move(a11y_children_);
+    a11y_children_.clear();
+    a11y_.reset();
+  }
+  if (!a11y.empty()) {
+    for (auto& c : a11y) c->signal_group(SIGTERM);
+    const std::int64_t until = now_ms() + DisplayManager::kAccessibilityStopBoundMs;
+    for (auto& c : a11y) c->wait_exit(std::max<std::int64_t>(0, until - now_ms()));
+    for (auto& c : a11y) c->reap();
+  }
   // Xvfb removes its own lock file and socket on TERM; we never touch them.
   if (xvfb_) xvfb_->stop(DisplayManager::kXvfbStopBoundMs);
   if (!dir_.empty()) {

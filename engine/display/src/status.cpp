@@ -113,6 +113,20 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
     out.layers.push_back(in);
   }
   out.layers.push_back(target);
+  // Only a display created with accessibility has this layer (docs/accessibility.md).
+  if (auto bus = d.accessibility_bus()) {
+    if (d.accessibility_alive()) {
+      out.layers.push_back({"accessibility", "ready",
+                            "session bus pid " + std::to_string(bus->session_pid) +
+                                ", AT-SPI bus pid " + std::to_string(bus->a11y_pid) +
+                                ", at-spi2-registryd pid " + std::to_string(bus->registry_pid) +
+                                " running",
+                            ""});
+    } else {
+      out.layers.push_back({"accessibility", "blocked",
+                            "a process of the display's accessibility stack has exited", recreate});
+    }
+  }
   out.ready = std::all_of(out.layers.begin(), out.layers.end(),
                           [](const StatusLayer& l) { return l.state == "ready"; });
   return out;

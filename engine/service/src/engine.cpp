@@ -87,6 +87,7 @@ void Engine::Impl::register_ops() {
   register_task_ops(ops, *sessions);                // task (ops_task.cpp)
   register_browser_ops(ops, *browsers);             // browser.* (ops_browser.cpp)
   register_window_ops(ops, *displays);              // window.*, wait.* (ops_windows.cpp)
+  register_accessibility_ops(ops, *displays);       // accessibility.* (ops_accessibility.cpp)
 }
 
 Json Engine::Impl::dispatch(const Actor& actor, const Json& request) {

@@ -54,6 +54,8 @@ void register_session_ops(OpTable& ops, SessionManager& sessions);
 void register_task_ops(OpTable& ops, SessionManager& sessions);
 // browser.create|close|list|status|evaluate|navigate|element_box (ops_browser.cpp).
 void register_browser_ops(OpTable& ops, BrowserManager& browsers);
+// accessibility.tree (ops_accessibility.cpp).
+void register_accessibility_ops(OpTable& ops, DisplayManager& displays);
 // window.list|wait|capture|focus, wait.stable|pixels (ops_windows.cpp).
 void register_window_ops(OpTable& ops, DisplayManager& displays);
 

@@ -17,7 +17,7 @@ namespace evident {
 void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager& browsers) {
   ops["display.create"] = [&displays, &browsers](const Actor&, const Json& args) -> Result<Json> {
     JsonFields f(args, kArgs, "args");
-    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi", "keyboard_layout", "manage_windows"}));
+    EVIDENT_TRY(f.only({"width", "height", "depth", "dpi", "keyboard_layout", "manage_windows", "accessibility"}));
     DisplayOptions o;
     if (f.has("width")) {
       auto v = f.integer("width", protocol::kDisplayWidthMin, protocol::kDisplayWidthMax);
@@ -50,11 +50,17 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
       if (!v.ok()) return v.error();
       o.manage_windows = *v;
     }
+    if (f.has("accessibility")) {
+      auto v = f.boolean("accessibility");
+      if (!v.ok()) return v.error();
+      o.accessibility = *v;
+    }
     auto d = displays.create(o);
     if (!d.ok()) return d.error();
     Json out{{"display", (*d)->info().to_json()}};
     if (!o.keyboard_layout.empty()) out["keyboard_layout"] = o.keyboard_layout;
     if (o.manage_windows) out["manage_windows"] = true;
+    if (o.accessibility) out["accessibility"] = true;
     return out;
   };
 

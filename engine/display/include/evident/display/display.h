@@ -43,6 +43,10 @@ struct DisplayOptions {
   // windows"): every newly mapped top-level window is fitted into the display, raised and
   // focused. Off by default.
   bool manage_windows = false;
+  // A private accessibility stack for this display (docs/accessibility.md): a D-Bus session bus,
+  // an AT-SPI bus and at-spi2-registryd, started once the display is ready and stopped with it;
+  // apps launched on it get the buses' addresses and accessibility switched on.
+  bool accessibility = false;
 };
 
 // Checks the protocol's ranges. Error: "display-args".
@@ -77,7 +81,7 @@ std::string read_keyboard_layout(::Display* dpy);
 
 // One readiness layer of `display status`.
 struct StatusLayer {
-  std::string name;   // authority | x_connection | capture | input_backend | target_display
+  std::string name;   // authority | x_connection | capture | input_backend | target_display | accessibility
   std::string state;  // ready | blocked | unknown
   std::string detail;
   std::string fix;
@@ -129,6 +133,18 @@ class DisplayReadiness {
   virtual StatusLayer probe(DisplayExtension& extension, const std::string& fix) = 0;
 };
 
+// The addresses of a display's private accessibility stack (DisplayOptions::accessibility).
+struct AccessibilityBus {
+  std::string session_address;  // the display's D-Bus session bus (DBUS_SESSION_BUS_ADDRESS)
+  std::string a11y_address;     // its AT-SPI bus (AT_SPI_BUS_ADDRESS, root window AT_SPI_BUS)
+  pid_t session_pid = 0;
+  pid_t a11y_pid = 0;
+  pid_t registry_pid = 0;
+  // The environment an app launched on the display gets ("KEY=VALUE"): both addresses and the
+  // switches that turn accessibility on in GTK, Qt and Chromium.
+  std::vector<std::string> app_env() const;
+};
+
 class OwnedDisplay {
  public:
   ~OwnedDisplay();
@@ -147,6 +163,10 @@ class OwnedDisplay {
   DisplayExtension* extension() { return extension_.get(); }
   const std::string& auth_file() const { return auth_file_; }
   const Cookie& cookie() const { return cookie_; }
+  // The display's accessibility stack; nullopt when it was created without one, and after destroy.
+  std::optional<AccessibilityBus> accessibility_bus();
+  // The stack's three processes are running (false without a stack).
+  bool accessibility_alive();
 
   // The exclusive session lock: sessions and `cu actions` use it so that only one driver
   // touches the display at a time. try_acquire succeeds if free or already held by `owner`.
@@ -190,6 +210,10 @@ class OwnedDisplay {
   std::string auth_file_;
   Cookie cookie_{};
   std::unique_ptr<Child> xvfb_;
+  // The accessibility stack (null without one): registryd, the AT-SPI bus, the session bus.
+  std::mutex a11y_mu_;
+  std::optional<AccessibilityBus> a11y_;
+  std::vector<std::unique_ptr<Child>> a11y_children_;
   std::mutex x_mutex_;
   std::atomic<::Display*> dpy_{nullptr};
   std::unique_ptr<DisplayExtension> extension_;
@@ -333,6 +357,8 @@ class DisplayManager {
   // and the logs of this many ended apps are kept (docs/displays.md "App output").
   static constexpr std::uint64_t kAppLogMaxBytes = 1024 * 1024;
   static constexpr std::size_t kAppLogsKept = 16;
+  static constexpr std::int64_t kAccessibilityStartBoundMs = 10000;
+  static constexpr std::int64_t kAccessibilityStopBoundMs = 2000;
 
  private:
   struct App {
@@ -347,6 +373,9 @@ class DisplayManager {
   Status apply_keyboard_layout(OwnedDisplay& d, const std::string& layout);
   // The per-create settings applied after start or lease (keyboard layout, window keeper).
   Status apply_create_options(OwnedDisplay& d, const DisplayOptions& options);
+  // The display's private accessibility stack (accessibility_bus.cpp), bounded by
+  // kAccessibilityStartBoundMs; sets the root window's AT_SPI_BUS. "accessibility-start-failed".
+  Status start_accessibility(OwnedDisplay& d);
   void stop_apps_of(int display_id, const std::string& generation);
   AppInfo snapshot(App& app);
   // Registers a started display under its number (retiring a dead predecessor); fails with

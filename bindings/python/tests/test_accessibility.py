@@ -1,0 +1,208 @@
+"""Accessibility (docs/accessibility.md) against the real in-process engine, a real Xvfb, the
+display's own dbus-daemons and at-spi2-registryd, and a real GTK 3 app (fixtures/gtk/ax_app.py):
+the tree's roles, names, states and screen bounds; a button found by role and name and clicked
+at its centre with native input (the app records the click); typed text read back from the
+entry while the password typed into the password field is absent from everything returned;
+the bounds; the refusals with their codes; and the stack gone with the display."""
+import json
+import os
+import sys
+
+import pytest
+
+import evident
+from evident import actions as a
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gtk", "ax_app.py")
+SECRET = "s3cret-Typed-9"
+STACK = ("dbus-daemon", "at-spi2-registr")  # comm names (15 bytes) of the stack's processes
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/usr/lib/python3/dist-packages/gi"),
+                                reason="python3-gi is not installed (ci/packages.txt)")
+
+
+def _children_named(names):
+    """Our own live child processes (the in-process engine spawns them) with those comm names."""
+    me = os.getpid()
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        if comm in names and int(fields[1]) == me and fields[0] not in ("Z", "X"):
+            out.append(int(pid))
+    return sorted(out)
+
+
+def _events(log):
+    if not os.path.exists(log):
+        return []
+    with open(log) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    with evident.Engine(state_dir=str(tmp_path_factory.mktemp("state"))) as e:
+        yield e
+
+
+def _launch(display, log, *extra):
+    return display.launch([sys.executable if sys.executable.startswith("/usr/bin/") else
+                           "/usr/bin/python3", os.path.abspath(FIXTURE), "--log", str(log), *extra],
+                          wait_window_ms=30000)
+
+
+def test_tree_of_a_gtk_app_click_by_name_and_password_never_read(engine, tmp_path):
+    before = _children_named(STACK)
+    log = tmp_path / "events.jsonl"
+    with engine.create_display(width=480, height=400, accessibility=True) as display:
+        stack = sorted(set(_children_named(STACK)) - set(before))
+        assert len(stack) == 3  # session bus, AT-SPI bus, registry
+        app = _launch(display, log)
+        with open(f"/proc/{app.pid}/environ", "rb") as f:
+            env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        assert env[b"AT_SPI_BUS_ADDRESS"].startswith(b"unix:path=")
+        assert env[b"DBUS_SESSION_BUS_ADDRESS"].startswith(b"unix:path=")
+        assert env[b"QT_ACCESSIBILITY"] == b"1"
+
+        tree = display.accessibility(app)
+        assert tree.root.role == "application" and tree.root.parent is None
+        assert tree.pid == app.pid and not tree.truncated
+        frame = tree.find(role="frame", name="AX fixture")
+        assert frame is not None and frame.bounds is not None
+        fx, fy, fw, fh = frame.bounds
+        assert fw > 100 and fh > 100 and 0 <= fx < 480 and 0 <= fy < 400
+        assert tree.find(role="label", name="Hello label") is not None
+        button = tree.find(role="push button", name="Press me")
+        assert button is not None and button.has("sensitive") and button.has("showing")
+        bx, by, bw, bh = button.bounds
+        assert fx <= bx and bx + bw <= fx + fw and fy <= by and by + bh <= fy + fh
+        spin = tree.find(role="spin button")
+        assert spin is not None and spin.value == "42"
+        entries = tree.find_all(role="text")
+        password = tree.find(role="password text")
+        assert password is not None and password.value is None and password.value_withheld
+        entry = next(e for e in entries if e.has("editable") and e.bounds is not None)
+        assert entry.value == ""
+        # Every node's parent/children links agree; indices are breadth first.
+        for n in tree.nodes:
+            for c in n.children:
+                assert c.parent is n and c.depth == n.depth + 1 and c.index > n.index
+
+        # Native input at the tree's coordinates: type into both entries, click the button.
+        display.actions([a.click(*entry.center), a.type("visible text"),
+                         a.click(*password.center), a.type(SECRET)], settle=True).check()
+        display.actions([a.click(*button.center)], settle=True).check()
+        assert {"event": "clicked", "button": "Press me"} in _events(log)
+
+        after = display.accessibility(app)
+        assert after.find(role="label", name="Pressed") is not None
+        assert after.find(role="label", name="Hello label") is None
+        typed = [e for e in after.find_all(role="text") if e.value == "visible text"]
+        assert len(typed) == 1
+        pw = after.find(role="password text")
+        assert pw.value is None and pw.value_withheld and pw.has("editable")
+        # The click moved the keyboard focus to the button: states are read fresh.
+        assert after.find(role="push button", name="Press me").has("focused")
+        assert not button.has("focused")
+        # The password appears nowhere in what the engine returned.
+        assert SECRET not in json.dumps(after.raw)
+        assert SECRET not in json.dumps(tree.raw)
+    # Destroying the display stopped its stack.
+    assert sorted(set(_children_named(STACK)) - set(before)) == []
+
+
+def test_bounds_and_refusals(engine, tmp_path):
+    log = tmp_path / "events.jsonl"
+    with engine.create_display(width=480, height=400, accessibility=True) as display:
+        app = _launch(display, log)
+        cut = display.accessibility(app, max_nodes=3)
+        assert len(cut) == 3 and cut.truncated and cut.truncated_by == "max_nodes"
+        shallow = display.accessibility(app, max_depth=1)
+        assert shallow.truncated and shallow.truncated_by == "max_depth"
+        assert max(n.depth for n in shallow.nodes) == 1
+        full = display.accessibility(app)
+        assert len(shallow) == 2 and len(full) > 3 and not full.truncated  # the app and its frame
+        for bad in ({"max_nodes": 0}, {"max_depth": 65}, {"timeout_ms": 0}):
+            with pytest.raises(evident.UsageError):
+                display.accessibility(app, **bad)
+        # A process with no AT-SPI bridge: retryable app-not-found.
+        plain = display.launch(["sleep", "60"])
+        with pytest.raises(evident.AccessibilityError) as e:
+            display.accessibility(plain)
+        assert e.value.code == "accessibility-app-not-found" and e.value.retryable
+        plain.stop()
+        with pytest.raises(evident.AppError) as e:
+            display.accessibility(plain)
+        assert e.value.code == "app-not-found"
+    with engine.create_display(width=480, height=400) as plain_display:
+        app = _launch(plain_display, tmp_path / "plain.jsonl")
+        with pytest.raises(evident.AccessibilityError) as e:
+            plain_display.accessibility(app)
+        assert e.value.code == "accessibility-off"
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.environ.get("EVIDENT_BIN") or not os.path.exists(os.environ["EVIDENT_BIN"]),
+                    reason="EVIDENT_BIN (the built CLI) is not set")
+def test_cli_tree_and_nothing_left_after_the_daemon_is_killed(tmp_path):
+    """`evident display create --accessibility`, `evident accessibility tree` through a real
+    daemon; then the daemon is SIGKILLed and the stack's processes (named by `display status`)
+    die with it (PR_SET_PDEATHSIG), as do the app's."""
+    import re
+    import signal
+    import subprocess
+    binary = os.environ["EVIDENT_BIN"]
+    sock_dir = tmp_path / "run"
+    sock_dir.mkdir(mode=0o700)
+    sock = str(sock_dir / "evident.sock")
+    with open(tmp_path / "daemon.log", "wb") as log_file:
+        daemon = subprocess.Popen([binary, "daemon", "--socket", sock, "--state-dir",
+                                   str(tmp_path / "state")], stdout=log_file, stderr=subprocess.STDOUT)
+
+    def run(*args, json_out=True):
+        argv = [binary, "--socket", sock] + (["--json"] if json_out else []) + list(args)
+        p = subprocess.run(argv, capture_output=True, timeout=60, text=True)
+        return p.returncode, (json.loads(p.stdout) if json_out else p.stdout)
+
+    try:
+        evident.wait_for(lambda: daemon.poll() is None and run("display", "list")[0] == 0, 20,
+                         "the daemon's socket")
+        rc, out = run("display", "create", "--width", "480", "--height", "400", "--accessibility")
+        assert rc == 0 and out["accessibility"] is True, out
+        did, gen = str(out["display"]["id"]), out["display"]["generation"]
+        rc, out = run("app", "launch", did, gen, "--wait-window-ms", "30000", "--", "/usr/bin/python3",
+                      os.path.abspath(FIXTURE), "--log", str(tmp_path / "events.jsonl"))
+        assert rc == 0, out
+        app_id, app_pid = out["app"]["app_id"], out["app"]["pid"]
+        rc, text = run("accessibility", "tree", app_id, json_out=False)
+        assert rc == 0 and 'push button "Press me"' in text and "(value withheld)" in text, text
+        assert 'spin button "" ' in text and '= "42"' in text, text
+        rc, out = run("accessibility", "tree", app_id, "--max-nodes", "2")
+        assert rc == 0 and out["node_count"] == 2 and out["truncated_by"] == "max_nodes"
+        rc, out = run("accessibility", "tree", app_id, "--max-nodes", "0")
+        assert rc != 0 and out["error"]["code"] == "request-args"
+        rc, out = run("display", "status", did, gen)
+        layer = next(l for l in out["layers"] if l["name"] == "accessibility")
+        assert layer["state"] == "ready"
+        pids = [int(p) for p in re.findall(r"pid (\d+)", layer["detail"])]
+        assert len(pids) == 3 and all(_alive(p) for p in pids)
+    finally:
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait(timeout=30)
+    evident.wait_for(lambda: not any(_alive(p) for p in pids + [app_pid]), 10,
+                     "the stack and the app to die with the daemon")

@@ -1,0 +1,628 @@
+// Reading an app's AT-SPI2 tree over D-Bus (libdbus), pipelined level by level
+// (docs/accessibility.md, "Reading the tree").
+//
+// Why not libatspi's own calls: libatspi keeps ONE process-wide connection to ONE accessibility
+// bus (from AT_SPI_BUS_ADDRESS at first use) and its calls block on its own main loop without our
+// deadlines; the engine serves many displays, each with its own bus. So the tree is read here with
+// a private libdbus connection per read, speaking the AT-SPI D-Bus interfaces that libatspi
+// speaks; libatspi's header supplies the role and state numbers.
+#include "evident/accessibility/accessibility.h"
+
+#include <atspi/atspi-constants.h>
+#include <dbus/dbus.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "evident/core/clock.h"
+#include "evident/core/utf8.h"
+
+namespace evident {
+
+namespace {
+
+constexpr const char* kAccessible = ATSPI_DBUS_INTERFACE_ACCESSIBLE;
+constexpr const char* kComponent = ATSPI_DBUS_INTERFACE_COMPONENT;
+constexpr const char* kText = ATSPI_DBUS_INTERFACE_TEXT;
+constexpr const char* kValue = ATSPI_DBUS_INTERFACE_VALUE;
+constexpr const char* kProperties = "org.freedesktop.DBus.Properties";
+
+// AtspiStateType's names (the enum's nicks), index = the state's number.
+struct StateName {
+  int value;
+  const char* name;
+};
+#define EVIDENT_AX_STATE(e, n) StateName{ATSPI_STATE_##e, n}
+constexpr StateName kStates[] = {
+    EVIDENT_AX_STATE(INVALID, "invalid"), EVIDENT_AX_STATE(ACTIVE, "active"),
+    EVIDENT_AX_STATE(ARMED, "armed"), EVIDENT_AX_STATE(BUSY, "busy"),
+    EVIDENT_AX_STATE(CHECKED, "checked"), EVIDENT_AX_STATE(COLLAPSED, "collapsed"),
+    EVIDENT_AX_STATE(DEFUNCT, "defunct"), EVIDENT_AX_STATE(EDITABLE, "editable"),
+    EVIDENT_AX_STATE(ENABLED, "enabled"), EVIDENT_AX_STATE(EXPANDABLE, "expandable"),
+    EVIDENT_AX_STATE(EXPANDED, "expanded"), EVIDENT_AX_STATE(FOCUSABLE, "focusable"),
+    EVIDENT_AX_STATE(FOCUSED, "focused"), EVIDENT_AX_STATE(HAS_TOOLTIP, "has-tooltip"),
+    EVIDENT_AX_STATE(HORIZONTAL, "horizontal"), EVIDENT_AX_STATE(ICONIFIED, "iconified"),
+    EVIDENT_AX_STATE(MODAL, "modal"), EVIDENT_AX_STATE(MULTI_LINE, "multi-line"),
+    EVIDENT_AX_STATE(MULTISELECTABLE, "multiselectable"), EVIDENT_AX_STATE(OPAQUE, "opaque"),
+    EVIDENT_AX_STATE(PRESSED, "pressed"), EVIDENT_AX_STATE(RESIZABLE, "resizable"),
+    EVIDENT_AX_STATE(SELECTABLE, "selectable"), EVIDENT_AX_STATE(SELECTED, "selected"),
+    EVIDENT_AX_STATE(SENSITIVE, "sensitive"), EVIDENT_AX_STATE(SHOWING, "showing"),
+    EVIDENT_AX_STATE(SINGLE_LINE, "single-line"), EVIDENT_AX_STATE(STALE, "stale"),
+    EVIDENT_AX_STATE(TRANSIENT, "transient"), EVIDENT_AX_STATE(VERTICAL, "vertical"),
+    EVIDENT_AX_STATE(VISIBLE, "visible"),
+    EVIDENT_AX_STATE(MANAGES_DESCENDANTS, "manages-descendants"),
+    EVIDENT_AX_STATE(INDETERMINATE, "indeterminate"), EVIDENT_AX_STATE(REQUIRED, "required"),
+    EVIDENT_AX_STATE(TRUNCATED, "truncated"), EVIDENT_AX_STATE(ANIMATED, "animated"),
+    EVIDENT_AX_STATE(INVALID_ENTRY, "invalid-entry"),
+    EVIDENT_AX_STATE(SUPPORTS_AUTOCOMPLETION, "supports-autocompletion"),
+    EVIDENT_AX_STATE(SELECTABLE_TEXT, "selectable-text"),
+    EVIDENT_AX_STATE(IS_DEFAULT, "is-default"), EVIDENT_AX_STATE(VISITED, "visited"),
+    EVIDENT_AX_STATE(CHECKABLE, "checkable"), EVIDENT_AX_STATE(HAS_POPUP, "has-popup"),
+    EVIDENT_AX_STATE(READ_ONLY, "read-only"),
+};
+#undef EVIDENT_AX_STATE
+constexpr bool states_in_order() {
+  for (int i = 0; i < static_cast<int>(sizeof kStates / sizeof kStates[0]); ++i) {
+    if (kStates[i].value != i) return false;
+  }
+  return static_cast<int>(sizeof kStates / sizeof kStates[0]) == ATSPI_STATE_LAST_DEFINED;
+}
+static_assert(states_in_order(), "kStates must list AtspiStateType in order");
+
+// A name or value cut to the limit at a character boundary (D-Bus strings are valid UTF-8).
+std::string bounded_text(const char* s) {
+  std::string out(s ? s : "");
+  if (out.size() > static_cast<std::size_t>(protocol::kAxTextMaxBytes)) {
+    std::size_t n = protocol::kAxTextMaxBytes;
+    while (n > 0 && (static_cast<unsigned char>(out[n]) & 0xC0) == 0x80) --n;
+    out.resize(n);
+  }
+  return utf8_sanitized(std::move(out));
+}
+
+struct Message {
+  DBusMessage* m = nullptr;
+  Message() = default;
+  explicit Message(DBusMessage* p) : m(p) {}
+  ~Message() {
+    if (m) dbus_message_unref(m);
+  }
+  Message(Message&& o) noexcept : m(o.m) { o.m = nullptr; }
+  Message& operator=(Message&& o) noexcept {
+    std::swap(m, o.m);
+    return *this;
+  }
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+  bool is_error() const { return !m || dbus_message_get_type(m) == DBUS_MESSAGE_TYPE_ERROR; }
+  const char* error_name() const { return m ? dbus_message_get_error_name(m) : nullptr; }
+};
+
+Error bus_gone() {
+  return make_error("accessibility-bus-gone",
+                    "the display's accessibility bus is not reachable (its stack stopped, or the "
+                    "display was destroyed)");
+}
+
+Error timed_out(std::int64_t ms) {
+  return make_error("accessibility-timeout",
+                    "the app did not answer its accessibility calls within " + std::to_string(ms) +
+                        " ms",
+                    true);
+}
+
+// One private connection; calls are sent at once and their replies awaited later (pipelining).
+class Bus {
+ public:
+  ~Bus() {
+    for (auto* p : pending_) {
+      if (p) {
+        dbus_pending_call_cancel(p);
+        dbus_pending_call_unref(p);
+      }
+    }
+    if (c_) {
+      dbus_connection_close(c_);
+      dbus_connection_unref(c_);
+    }
+  }
+
+  Status connect(const std::string& address, std::int64_t deadline_us) {
+    deadline_us_ = deadline_us;
+    DBusError err;
+    dbus_error_init(&err);
+    c_ = dbus_connection_open_private(address.c_str(), &err);
+    dbus_error_free(&err);
+    if (!c_) return bus_gone();
+    dbus_connection_set_exit_on_disconnect(c_, FALSE);
+    const int id = call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                        "Hello", nullptr);
+    Message r = take(id);
+    const char* name = nullptr;
+    if (r.is_error() || !dbus_message_get_args(r.m, nullptr, DBUS_TYPE_STRING, &name,
+                                               DBUS_TYPE_INVALID)) {
+      return late() ? Status(timed_out(timeout_ms_)) : Status(bus_gone());
+    }
+    dbus_bus_set_unique_name(c_, name);
+    return {};
+  }
+
+  void set_timeout_ms(std::int64_t ms) { timeout_ms_ = ms; }
+  bool late() const { return steady_us() >= deadline_us_; }
+  bool connected() const { return c_ && dbus_connection_get_is_connected(c_); }
+
+  // Sends a method call; `append` adds its arguments. Returns a handle for take().
+  int call(const char* dest, const char* path, const char* iface, const char* method,
+           const std::function<void(DBusMessageIter&)>& append) {
+    pending_.push_back(nullptr);
+    const int id = static_cast<int>(pending_.size()) - 1;
+    DBusMessage* m = dbus_message_new_method_call(dest, path, iface, method);
+    if (!m) return id;
+    if (append) {
+      DBusMessageIter it;
+      dbus_message_iter_init_append(m, &it);
+      append(it);
+    }
+    const std::int64_t left_ms = std::max<std::int64_t>(1, (deadline_us_ - steady_us()) / 1000);
+    DBusPendingCall* p = nullptr;
+    if (dbus_connection_send_with_reply(c_, m, &p, static_cast<int>(std::min<std::int64_t>(left_ms, 1 << 30))) && p) {
+      pending_[id] = p;
+    }
+    dbus_message_unref(m);
+    return id;
+  }
+
+  int get_property(const char* dest, const char* path, const char* iface, const char* prop) {
+    return call(dest, path, kProperties, "Get", [&](DBusMessageIter& it) {
+      dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &iface);
+      dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &prop);
+    });
+  }
+
+  // The reply (or error) of call `id`; blocks until it is there (each call has the read's
+  // remaining time as its own timeout).
+  Message take(int id) {
+    DBusPendingCall* p = pending_[id];
+    pending_[id] = nullptr;
+    if (!p) return Message();
+    dbus_pending_call_block(p);
+    Message r(dbus_pending_call_steal_reply(p));
+    dbus_pending_call_unref(p);
+    return r;
+  }
+
+  void reset_pending() {
+    for (auto* p : pending_) {
+      if (p) {
+        dbus_pending_call_cancel(p);
+        dbus_pending_call_unref(p);
+      }
+    }
+    pending_.clear();
+  }
+
+ private:
+  DBusConnection* c_ = nullptr;
+  std::int64_t deadline_us_ = 0;
+  std::int64_t timeout_ms_ = 0;
+  std::vector<DBusPendingCall*> pending_;
+};
+
+// Reply readers: false when the reply has another shape.
+bool read_u32(Message& r, std::uint32_t& out) {
+  return !r.is_error() &&
+         dbus_message_get_args(r.m, nullptr, DBUS_TYPE_UINT32, &out, DBUS_TYPE_INVALID);
+}
+
+bool read_string(Message& r, std::string& out) {
+  const char* s = nullptr;
+  if (r.is_error() || !dbus_message_get_args(r.m, nullptr, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID)) {
+    return false;
+  }
+  out = bounded_text(s);
+  return true;
+}
+
+// A Properties.Get reply: the variant's content iterator.
+bool variant_of(Message& r, DBusMessageIter& inner) {
+  if (r.is_error()) return false;
+  DBusMessageIter it;
+  if (!dbus_message_iter_init(r.m, &it) || dbus_message_iter_get_arg_type(&it) != DBUS_TYPE_VARIANT) {
+    return false;
+  }
+  dbus_message_iter_recurse(&it, &inner);
+  return true;
+}
+
+bool read_variant_string(Message& r, std::string& out) {
+  DBusMessageIter v;
+  if (!variant_of(r, v) || dbus_message_iter_get_arg_type(&v) != DBUS_TYPE_STRING) return false;
+  const char* s = nullptr;
+  dbus_message_iter_get_basic(&v, &s);
+  out = bounded_text(s);
+  return true;
+}
+
+bool read_variant_int(Message& r, std::int32_t& out) {
+  DBusMessageIter v;
+  if (!variant_of(r, v) || dbus_message_iter_get_arg_type(&v) != DBUS_TYPE_INT32) return false;
+  dbus_message_iter_get_basic(&v, &out);
+  return true;
+}
+
+bool read_variant_double(Message& r, double& out) {
+  DBusMessageIter v;
+  if (!variant_of(r, v) || dbus_message_iter_get_arg_type(&v) != DBUS_TYPE_DOUBLE) return false;
+  dbus_message_iter_get_basic(&v, &out);
+  return true;
+}
+
+bool read_states(Message& r, std::vector<std::string>& out) {
+  DBusMessageIter it, arr;
+  if (r.is_error() || !dbus_message_iter_init(r.m, &it) ||
+      dbus_message_iter_get_arg_type(&it) != DBUS_TYPE_ARRAY) {
+    return false;
+  }
+  dbus_message_iter_recurse(&it, &arr);
+  int word = 0;
+  while (dbus_message_iter_get_arg_type(&arr) == DBUS_TYPE_UINT32 && word < 2) {
+    std::uint32_t bits = 0;
+    dbus_message_iter_get_basic(&arr, &bits);
+    for (int b = 0; b < 32; ++b) {
+      const int s = word * 32 + b;
+      if ((bits >> b) & 1U) {
+        if (s < ATSPI_STATE_LAST_DEFINED) out.emplace_back(kStates[s].name);
+      }
+    }
+    ++word;
+    dbus_message_iter_next(&arr);
+  }
+  std::sort(out.begin(), out.end());
+  return true;
+}
+
+bool read_strings(Message& r, std::set<std::string>& out) {
+  DBusMessageIter it, arr;
+  if (r.is_error() || !dbus_message_iter_init(r.m, &it) ||
+      dbus_message_iter_get_arg_type(&it) != DBUS_TYPE_ARRAY) {
+    return false;
+  }
+  dbus_message_iter_recurse(&it, &arr);
+  int n = 0;
+  while (dbus_message_iter_get_arg_type(&arr) == DBUS_TYPE_STRING && n++ < 256) {
+    const char* s = nullptr;
+    dbus_message_iter_get_basic(&arr, &s);
+    out.insert(s);
+    dbus_message_iter_next(&arr);
+  }
+  return true;
+}
+
+struct Ref {
+  std::string bus;
+  std::string path;
+  bool operator<(const Ref& o) const { return std::tie(bus, path) < std::tie(o.bus, o.path); }
+};
+
+// a(so), at most `cap` entries kept (the rest only counted).
+bool read_refs(Message& r, std::vector<Ref>& out, std::size_t cap, int& count) {
+  DBusMessageIter it, arr;
+  if (r.is_error() || !dbus_message_iter_init(r.m, &it) ||
+      dbus_message_iter_get_arg_type(&it) != DBUS_TYPE_ARRAY) {
+    return false;
+  }
+  dbus_message_iter_recurse(&it, &arr);
+  count = 0;
+  while (dbus_message_iter_get_arg_type(&arr) == DBUS_TYPE_STRUCT) {
+    DBusMessageIter st;
+    dbus_message_iter_recurse(&arr, &st);
+    const char* bus = nullptr;
+    const char* path = nullptr;
+    if (dbus_message_iter_get_arg_type(&st) == DBUS_TYPE_STRING) {
+      dbus_message_iter_get_basic(&st, &bus);
+      dbus_message_iter_next(&st);
+      if (dbus_message_iter_get_arg_type(&st) == DBUS_TYPE_OBJECT_PATH) {
+        dbus_message_iter_get_basic(&st, &path);
+      }
+    }
+    ++count;
+    if (bus && path && out.size() < cap && std::strcmp(path, ATSPI_DBUS_PATH_NULL) != 0) {
+      out.push_back(Ref{bus, path});
+    }
+    dbus_message_iter_next(&arr);
+  }
+  return true;
+}
+
+bool read_extents(Message& r, AxBounds& out) {
+  DBusMessageIter it, st;
+  if (r.is_error() || !dbus_message_iter_init(r.m, &it) ||
+      dbus_message_iter_get_arg_type(&it) != DBUS_TYPE_STRUCT) {
+    return false;
+  }
+  dbus_message_iter_recurse(&it, &st);
+  std::int32_t v[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 4; ++i) {
+    if (dbus_message_iter_get_arg_type(&st) != DBUS_TYPE_INT32) return false;
+    dbus_message_iter_get_basic(&st, &v[i]);
+    dbus_message_iter_next(&st);
+  }
+  out = AxBounds{v[0], v[1], v[2], v[3]};
+  return true;
+}
+
+// A reply that says the app (or the bus) did not answer in time.
+bool is_timeout(const Message& r) {
+  const char* e = r.error_name();
+  return e && (std::strcmp(e, DBUS_ERROR_NO_REPLY) == 0 || std::strcmp(e, DBUS_ERROR_TIMEOUT) == 0);
+}
+
+}  // namespace
+
+Status validate_ax_limits(const AxLimits& l) {
+  if (l.max_nodes < 1 || l.max_nodes > protocol::kAxNodesMax) {
+    return make_error("accessibility-args",
+                      "max_nodes must be in 1.." + std::to_string(protocol::kAxNodesMax));
+  }
+  if (l.max_depth < 1 || l.max_depth > protocol::kAxDepthMax) {
+    return make_error("accessibility-args",
+                      "max_depth must be in 1.." + std::to_string(protocol::kAxDepthMax));
+  }
+  if (l.timeout_ms < 1 || l.timeout_ms > protocol::kAxTimeoutMs) {
+    return make_error("accessibility-args",
+                      "timeout_ms must be in 1.." + std::to_string(protocol::kAxTimeoutMs));
+  }
+  return {};
+}
+
+Json AxNode::to_json() const {
+  Json j{{"index", index},
+         {"parent", parent < 0 ? Json(nullptr) : Json(parent)},
+         {"depth", depth},
+         {"role", role},
+         {"name", name},
+         {"states", states},
+         {"bounds", nullptr},
+         {"value", value ? Json(*value) : Json(nullptr)},
+         {"value_withheld", value_withheld},
+         {"child_count", child_count},
+         {"children", children}};
+  if (bounds) {
+    j["bounds"] = Json{{"x", bounds->x}, {"y", bounds->y}, {"width", bounds->width},
+                       {"height", bounds->height}};
+  }
+  return j;
+}
+
+Json AxTree::to_json() const {
+  Json nodes_json = Json::array();
+  for (const auto& n : nodes) nodes_json.push_back(n.to_json());
+  return Json{{"pid", pid},
+              {"bus_name", bus_name},
+              {"node_count", static_cast<int>(nodes.size())},
+              {"truncated", truncated},
+              {"truncated_by", truncated_by.empty() ? Json(nullptr) : Json(truncated_by)},
+              {"elapsed_us", elapsed_us},
+              {"nodes", std::move(nodes_json)}};
+}
+
+Result<AxTree> read_ax_tree(const std::string& a11y_address,
+                            const std::function<bool(long pid)>& belongs, const AxLimits& limits) {
+  EVIDENT_TRY(validate_ax_limits(limits));
+  const std::int64_t t0 = steady_us();
+  Bus bus;
+  bus.set_timeout_ms(limits.timeout_ms);
+  EVIDENT_TRY(bus.connect(a11y_address, t0 + limits.timeout_ms * 1000));
+  auto fail_late = [&](Error otherwise) -> Error {
+    if (!bus.connected()) return bus_gone();
+    return bus.late() ? timed_out(limits.timeout_ms) : otherwise;
+  };
+
+  // 1. The app's connection(s): every unique name whose process belongs to the app.
+  Message names = bus.take(bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                    "org.freedesktop.DBus", "ListNames", nullptr));
+  std::set<std::string> all;
+  if (!read_strings(names, all)) return fail_late(bus_gone());
+  std::vector<std::pair<std::string, int>> asked;
+  for (const auto& n : all) {
+    if (n.empty() || n[0] != ':') continue;
+    const char* s = n.c_str();
+    asked.emplace_back(n, bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                   "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                                   [&](DBusMessageIter& it) {
+                                     dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &s);
+                                   }));
+    if (asked.size() >= 4096) break;
+  }
+  std::vector<std::pair<std::string, long>> candidates;
+  for (auto& [n, id] : asked) {
+    Message r = bus.take(id);
+    std::uint32_t pid = 0;
+    if (read_u32(r, pid) && belongs(static_cast<long>(pid))) candidates.emplace_back(n, pid);
+  }
+  bus.reset_pending();
+  // 2. The one that serves an accessible root of role "application" (the most children wins:
+  // a toolkit may open a second, empty connection).
+  std::vector<std::pair<int, int>> probes;
+  for (auto& [n, pid] : candidates) {
+    probes.emplace_back(bus.call(n.c_str(), ATSPI_DBUS_PATH_ROOT, kAccessible, "GetRole", nullptr),
+                        bus.get_property(n.c_str(), ATSPI_DBUS_PATH_ROOT, kAccessible, "ChildCount"));
+  }
+  int best = -1;
+  std::int32_t best_children = -1;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    Message role = bus.take(probes[i].first);
+    Message count = bus.take(probes[i].second);
+    std::uint32_t r = 0;
+    std::int32_t c = 0;
+    if (!read_u32(role, r) || r != ATSPI_ROLE_APPLICATION) continue;
+    if (!read_variant_int(count, c)) c = 0;
+    if (c > best_children) {
+      best = static_cast<int>(i);
+      best_children = c;
+    }
+  }
+  bus.reset_pending();
+  if (best < 0) {
+    if (bus.late()) return timed_out(limits.timeout_ms);
+    if (!bus.connected()) return bus_gone();
+    return make_error("accessibility-app-not-found",
+                      candidates.empty()
+                          ? "no process of the app is connected to the display's accessibility bus "
+                            "(not started with accessibility, not a toolkit with AT-SPI support, or "
+                            "not initialised yet)"
+                          : "the app's processes are connected to the accessibility bus but serve no "
+                            "accessible application root",
+                      true);
+  }
+
+  AxTree tree;
+  tree.bus_name = candidates[best].first;
+  tree.pid = candidates[best].second;
+
+  // 3. Breadth first, one pipelined round per level; then one round for text and values.
+  struct Pending {
+    Ref ref;
+    int parent;
+    int depth;
+    int role, role_name, name, state, ifaces, children, extents;
+  };
+  std::set<Ref> seen;
+  std::vector<std::pair<Ref, int>> level;  // (ref, parent index)
+  level.push_back({Ref{tree.bus_name, ATSPI_DBUS_PATH_ROOT}, -1});
+  seen.insert(level.back().first);
+  int queued = 1;  // refs accepted into the tree so far (each becomes at most one node)
+  struct Later {
+    int node;
+    Ref ref;
+    bool text;
+    bool value;
+  };
+  std::vector<Later> later;
+  // At most this many nodes' calls (7 each) are in flight at once.
+  constexpr std::size_t kWindow = 256;
+  for (int depth = 0; !level.empty(); ++depth) {
+    std::vector<std::pair<Ref, int>> next;
+    for (std::size_t from = 0; from < level.size(); from += kWindow) {
+      std::vector<Pending> sent;
+      const std::size_t to = std::min(level.size(), from + kWindow);
+      for (std::size_t li = from; li < to; ++li) {
+        auto& [ref, parent] = level[li];
+        const char* d = ref.bus.c_str();
+        const char* p = ref.path.c_str();
+        Pending q{ref, parent, depth, 0, 0, 0, 0, 0, 0, 0};
+        q.role = bus.call(d, p, kAccessible, "GetRole", nullptr);
+        q.role_name = bus.call(d, p, kAccessible, "GetRoleName", nullptr);
+        q.name = bus.get_property(d, p, kAccessible, "Name");
+        q.state = bus.call(d, p, kAccessible, "GetState", nullptr);
+        q.ifaces = bus.call(d, p, kAccessible, "GetInterfaces", nullptr);
+        q.children = bus.call(d, p, kAccessible, "GetChildren", nullptr);
+        q.extents = bus.call(d, p, kComponent, "GetExtents", [](DBusMessageIter& it) {
+          const std::uint32_t screen = ATSPI_COORD_TYPE_SCREEN;
+          dbus_message_iter_append_basic(&it, DBUS_TYPE_UINT32, &screen);
+        });
+        sent.push_back(q);
+      }
+      for (auto& q : sent) {
+        Message role = bus.take(q.role);
+        std::uint32_t role_number = 0;
+        if (!read_u32(role, role_number)) {
+          if (is_timeout(role) || !bus.connected()) return fail_late(timed_out(limits.timeout_ms));
+          continue;  // gone meanwhile (a transient widget): not part of the tree
+        }
+        AxNode n;
+        n.index = static_cast<int>(tree.nodes.size());
+        n.parent = q.parent;
+        n.depth = q.depth;
+        Message rn = bus.take(q.role_name);
+        if (!read_string(rn, n.role)) n.role = "unknown";
+        Message name = bus.take(q.name);
+        (void)read_variant_string(name, n.name);
+        Message st = bus.take(q.state);
+        (void)read_states(st, n.states);
+        Message ifs = bus.take(q.ifaces);
+        std::set<std::string> interfaces;
+        (void)read_strings(ifs, interfaces);
+        Message ext = bus.take(q.extents);
+        AxBounds b;
+        if (read_extents(ext, b) && b.width > 0 && b.height > 0) n.bounds = b;
+        Message ch = bus.take(q.children);
+        std::vector<Ref> kids;
+        const std::size_t room = static_cast<std::size_t>(std::max(0, limits.max_nodes - queued));
+        (void)read_refs(ch, kids, room, n.child_count);
+        if (n.child_count > 0 && depth + 1 > limits.max_depth) {
+          tree.truncated = true;
+          if (tree.truncated_by.empty()) tree.truncated_by = "max_depth";
+        } else {
+          if (static_cast<int>(kids.size()) < n.child_count) {
+            tree.truncated = true;
+            if (tree.truncated_by.empty()) tree.truncated_by = "max_nodes";
+          }
+          for (auto& k : kids) {
+            if (seen.insert(k).second) {
+              next.push_back({k, n.index});
+              ++queued;
+            }
+          }
+        }
+        const bool password = role_number == ATSPI_ROLE_PASSWORD_TEXT;
+        const bool editable = std::find(n.states.begin(), n.states.end(), "editable") != n.states.end();
+        if (password) {
+          n.value_withheld = true;  // never read: no Text or Value call goes to a password field
+        } else if (interfaces.count(kValue)) {
+          later.push_back({n.index, q.ref, false, true});
+        } else if (interfaces.count(kText) && editable) {
+          later.push_back({n.index, q.ref, true, false});
+        }
+        if (q.parent >= 0) tree.nodes[q.parent].children.push_back(n.index);
+        tree.nodes.push_back(std::move(n));
+      }
+      bus.reset_pending();
+      if (bus.late()) return timed_out(limits.timeout_ms);
+    }
+    level = std::move(next);
+  }
+  if (tree.nodes.empty()) return fail_late(make_error("accessibility-app-not-found",
+                                                      "the app's accessible root vanished", true));
+
+  std::vector<int> ids;
+  for (auto& l : later) {
+    const char* d = l.ref.bus.c_str();
+    const char* p = l.ref.path.c_str();
+    if (l.value) {
+      ids.push_back(bus.get_property(d, p, kValue, "CurrentValue"));
+    } else {
+      ids.push_back(bus.call(d, p, kText, "GetText", [](DBusMessageIter& it) {
+        const std::int32_t start = 0;
+        const std::int32_t end = protocol::kAxTextMaxBytes;  // characters; cut to bytes below
+        dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &start);
+        dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &end);
+      }));
+    }
+  }
+  for (std::size_t i = 0; i < later.size(); ++i) {
+    Message r = bus.take(ids[i]);
+    AxNode& n = tree.nodes[later[i].node];
+    if (later[i].value) {
+      double v = 0;
+      if (read_variant_double(r, v) && std::isfinite(v)) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.15g", v);
+        n.value = buf;
+      }
+    } else {
+      std::string text;
+      if (read_string(r, text)) n.value = std::move(text);
+    }
+  }
+  bus.reset_pending();
+  if (bus.late()) return timed_out(limits.timeout_ms);
+  tree.elapsed_us = steady_us() - t0;
+  return tree;
+}
+
+}  // namespace evident
