@@ -206,3 +206,60 @@ def test_cli_tree_and_nothing_left_after_the_daemon_is_killed(tmp_path):
         daemon.wait(timeout=30)
     evident.wait_for(lambda: not any(_alive(p) for p in pids + [app_pid]), 10,
                      "the stack and the app to die with the daemon")
+
+
+QT_FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "qt", "ax_app.py")
+
+
+def test_qt_app_tree_with_qt_accessibility(engine, tmp_path):
+    """Qt 5 finds the display's AT-SPI bus (root window AT_SPI_BUS, QT_ACCESSIBILITY): its
+    widgets by role and name, the button clicked at its centre, the password never read (Qt
+    names a password field's role "text"; the engine names the role number: password text)."""
+    pytest.importorskip("PyQt5")
+    log = tmp_path / "qt.jsonl"
+    with engine.create_display(width=480, height=400, accessibility=True) as display:
+        app = display.launch(["/usr/bin/python3", os.path.abspath(QT_FIXTURE), "--log", str(log)],
+                             wait_window_ms=30000)
+        tree = display.accessibility(app)
+        assert tree.find(role="label", name="Hello Qt") is not None
+        button = tree.find(role="push button", name="Press me")
+        entry = tree.find(role="text", name="name")
+        password = tree.find(role="password text", name="password")
+        assert button is not None and entry is not None and password is not None
+        display.actions([a.click(*entry.center), a.type("qt text"), a.click(*password.center),
+                         a.type(SECRET), a.click(*button.center)], settle=True).check()
+        assert {"event": "clicked", "button": "Press me"} in _events(log)
+        after = display.accessibility(app)
+        assert after.find(role="label", name="Pressed") is not None
+        assert after.find(role="text", name="name").value == "qt text"
+        pw = after.find(role="password text")
+        assert pw.value is None and pw.value_withheld
+        assert SECRET not in json.dumps(after.raw)
+
+
+PAGE = ("data:text/html,<title>ax</title><body%20style='margin:0'>"
+        "<button%20onclick='window.clicked=event.isTrusted'>Go</button>"
+        "<input%20type=password%20aria-label=secret><input%20aria-label=plain></body>")
+
+
+def test_chromium_page_tree(engine, tmp_path):
+    """A browser workspace on an accessibility display (--force-renderer-accessibility): the
+    page's button found in the tree and clicked at its centre (the page sees a trusted click),
+    text typed into the plain input read back, the password typed never read."""
+    with engine.create_display(width=500, height=440, accessibility=True) as display, \
+            display.browser(PAGE, viewport=(480, 400)) as browser:
+        def page_tree():
+            t = display.accessibility(browser.app)
+            return t if t.find(role="push button", name="Go") is not None else None
+        tree = evident.wait_for(page_tree, 20, "the page's accessibility tree")
+        button = tree.find(role="push button", name="Go")
+        plain = tree.find(role="entry", name="plain")
+        password = tree.find(role="password text", name="secret")
+        assert button.bounds is not None and plain is not None and password.value_withheld
+        display.actions([a.click(*plain.center), a.type("web text"), a.click(*password.center),
+                         a.type(SECRET), a.click(*button.center)], settle=True).check()
+        assert browser.evaluate("window.clicked") is True
+        after = display.accessibility(browser.app)
+        assert after.find(role="entry", name="plain").value == "web text"
+        assert after.find(role="password text", name="secret").value is None
+        assert SECRET not in json.dumps(after.raw)

@@ -73,6 +73,21 @@ constexpr bool states_in_order() {
 }
 static_assert(states_in_order(), "kStates must list AtspiStateType in order");
 
+// AtspiRole's names, index = the role's number (libatspi's own names: gen_roles.py).
+constexpr const char* kRoles[] = {
+#include "roles.inc"
+};
+static_assert(sizeof kRoles / sizeof kRoles[0] == ATSPI_ROLE_LAST_DEFINED,
+              "roles.inc must list every AtspiRole (rerun engine/accessibility/gen_roles.py)");
+constexpr bool same(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+static_assert(same(kRoles[ATSPI_ROLE_PASSWORD_TEXT], "password text") &&
+                  same(kRoles[ATSPI_ROLE_APPLICATION], "application") &&
+                  same(kRoles[ATSPI_ROLE_PUSH_BUTTON], "push button"),
+              "roles.inc is out of order");
+
 // A name or value cut to the limit at a character boundary (D-Bus strings are valid UTF-8).
 std::string bounded_text(const char* s) {
   std::string out(s ? s : "");
@@ -489,7 +504,7 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
     Ref ref;
     int parent;
     int depth;
-    int role, role_name, name, state, ifaces, children, extents;
+    int role, name, state, ifaces, children, extents;
   };
   std::set<Ref> seen;
   std::vector<std::pair<Ref, int>> level;  // (ref, parent index)
@@ -503,7 +518,7 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
     bool value;
   };
   std::vector<Later> later;
-  // At most this many nodes' calls (7 each) are in flight at once.
+  // At most this many nodes' calls (6 each) are in flight at once.
   constexpr std::size_t kWindow = 256;
   for (int depth = 0; !level.empty(); ++depth) {
     std::vector<std::pair<Ref, int>> next;
@@ -514,9 +529,8 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
         auto& [ref, parent] = level[li];
         const char* d = ref.bus.c_str();
         const char* p = ref.path.c_str();
-        Pending q{ref, parent, depth, 0, 0, 0, 0, 0, 0, 0};
+        Pending q{ref, parent, depth, 0, 0, 0, 0, 0, 0};
         q.role = bus.call(d, p, kAccessible, "GetRole", nullptr);
-        q.role_name = bus.call(d, p, kAccessible, "GetRoleName", nullptr);
         q.name = bus.get_property(d, p, kAccessible, "Name");
         q.state = bus.call(d, p, kAccessible, "GetState", nullptr);
         q.ifaces = bus.call(d, p, kAccessible, "GetInterfaces", nullptr);
@@ -538,8 +552,7 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
         n.index = static_cast<int>(tree.nodes.size());
         n.parent = q.parent;
         n.depth = q.depth;
-        Message rn = bus.take(q.role_name);
-        if (!read_string(rn, n.role)) n.role = "unknown";
+        n.role = role_number < ATSPI_ROLE_LAST_DEFINED ? kRoles[role_number] : "unknown";
         Message name = bus.take(q.name);
         (void)read_variant_string(name, n.name);
         Message st = bus.take(q.state);
