@@ -220,7 +220,16 @@ def test_qt_app_tree_with_qt_accessibility(engine, tmp_path):
     with engine.create_display(width=480, height=400, accessibility=True) as display:
         app = display.launch(["/usr/bin/python3", os.path.abspath(QT_FIXTURE), "--log", str(log)],
                              wait_window_ms=30000)
-        tree = display.accessibility(app)
+        # Qt's bridge registers its root after the window maps: accessibility-app-not-found is
+        # retryable until it has (bounded here by 20 s).
+        def registered():
+            try:
+                return display.accessibility(app)
+            except evident.AccessibilityError as e:
+                if e.code != "accessibility-app-not-found":
+                    raise
+                return None
+        tree = evident.wait_for(registered, 20, "Qt's accessible root")
         assert tree.find(role="label", name="Hello Qt") is not None
         button = tree.find(role="push button", name="Press me")
         entry = tree.find(role="text", name="name")
