@@ -495,7 +495,9 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
     for (const auto& [id, other] : records_) {
       if (!is_live(other->phase)) continue;
       ++live;
-      if (other->display_id == req.display_id) {
+      // A live session on an earlier generation of this display number (its Xvfb died and the
+      // number was reused) cannot block the new display: it fails at its next request.
+      if (other->display_id == req.display_id && other->target.generation == req.generation) {
         return error_json(make_error(busy,
                                      "display " + std::to_string(req.display_id) +
                                          " already has a live " + noun + "; close or abort it first",
@@ -745,6 +747,9 @@ std::optional<Error> SessionManager::admit_finish(Call& c) {
 
 Json SessionManager::run_finish(Call& c) {
   Record& r = *c.r;
+  // Fail closed in every phase: a session whose display or app died after observe gets no
+  // receipt either (docs/sessions.md "Fail closed").
+  if (auto f = check_alive(r)) return fail(c, *f);
   ReceiptInput in;
   in.session_id = r.id;
   in.host_id = session_host_id(options_);
@@ -783,6 +788,7 @@ Json SessionManager::run_finish(Call& c) {
 
 Json SessionManager::run_close(Call& c) {
   Record& r = *c.r;
+  if (auto f = check_alive(r)) return fail(c, *f);
   Json sealed = nullptr;
   if (auto refused = close_and_seal(r, c.row.on_failure.value_or(Phase::kFailed), &sealed)) return *refused;
   end_session(r, *c.row.next, "closed");
