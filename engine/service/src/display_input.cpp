@@ -13,11 +13,9 @@ class InputAttachment final : public DisplayAttachment {
  public:
   explicit InputAttachment(OwnedDisplay& d) : d_(d) {}
 
-  Result<std::shared_ptr<InputDevice>> get(const std::shared_ptr<OwnedDisplay>& display) {
-    std::lock_guard<std::mutex> lock(d_.x_mutex());
-    if (detached_ || !d_.dpy() || !d_.alive()) {
-      return display_dead_error();
-    }
+  // Under x_mutex(), the display found alive by the caller.
+  Result<std::shared_ptr<InputDevice>> get_locked(const std::shared_ptr<OwnedDisplay>& display) {
+    if (detached_ || !d_.dpy()) return display_dead_error();
     if (device_) return device_;
     InputOptions opts;
     opts.open_aux = aux_connection_opener(display);
@@ -58,11 +56,11 @@ class InputAttachment final : public DisplayAttachment {
 
 }  // namespace
 
-Result<std::shared_ptr<InputDevice>> display_input(const std::shared_ptr<OwnedDisplay>& display) {
+Result<std::shared_ptr<InputDevice>> display_input_locked(const std::shared_ptr<OwnedDisplay>& display) {
   OwnedDisplay* raw = display.get();
   auto a = display->attachment([raw] { return std::make_shared<InputAttachment>(*raw); });
   if (!a) return display_dead_error();
-  return static_cast<InputAttachment&>(*a).get(display);
+  return static_cast<InputAttachment&>(*a).get_locked(display);
 }
 
 }  // namespace evident

@@ -20,19 +20,20 @@ std::function<::Display*()> aux_connection_opener(const std::shared_ptr<OwnedDis
 Result<ExecutorContext> executor_context_for(const std::shared_ptr<OwnedDisplay>& display) {
   ExecutorContext ctx;
   {
+    // One liveness check (a waitid on the server) for the connection and the input device.
     std::lock_guard<std::mutex> lock(display->x_mutex());
     if (!display->dpy() || !display->alive()) return display_dead_error();
     ctx.dpy = display->dpy();
     ctx.capturer = display_capturer(*display);
     ctx.watcher = display_change_watcher(*display);
+    auto input = display_input_locked(display);
+    if (!input.ok()) return input.error();
+    ctx.input = std::move(*input);
   }
   ctx.dpy_mutex = &display->x_mutex();
   ctx.width = display->info().width;
   ctx.height = display->info().height;
   ctx.open_aux = aux_connection_opener(display);
-  auto input = display_input(display);
-  if (!input.ok()) return input.error();
-  ctx.input = *input;
   return ctx;
 }
 

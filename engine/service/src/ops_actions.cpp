@@ -1,17 +1,36 @@
 // The cu.actions op: one action batch outside a session (docs/actions.md).
 #include "ops_common.h"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "evident/actions/batch.h"
 #include "evident/core/fs.h"
-#include "evident/core/random.h"
 #include "evident/display/display.h"
 #include "executor_context.h"
 
 namespace evident {
+
+namespace {
+
+// The display lock's owner name for one batch: unique in this process, which is all the lock
+// compares (sessions hold it under their own ids). A counter, not a CSPRNG draw per call.
+std::string next_batch_owner() {
+  static std::atomic<std::uint64_t> next{0};
+  return "cu-actions-" + std::to_string(next.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+// True unless the request asks for "observe":"none" (the default is "pixels"); the parser
+// refuses any other value before a frame could be written.
+bool observes(const Json& request) {
+  auto o = request.find("observe");
+  return o == request.end() || !o->is_string() || o->get_ref<const std::string&>() != "none";
+}
+
+}  // namespace
 
 void register_action_ops(OpTable& ops, DisplayManager& displays, std::string runtime_dir) {
   // One §4 action batch outside a session (actions module, docs/actions.md). Refused with
@@ -26,7 +45,7 @@ void register_action_ops(OpTable& ops, DisplayManager& displays, std::string run
     auto d = displays.get(ref->id, ref->generation);
     if (!d.ok()) return d.error();
     std::shared_ptr<OwnedDisplay> disp = *d;
-    const std::string owner = random_id("cu-actions");
+    const std::string owner = next_batch_owner();
     if (!disp->try_acquire_session(owner)) {
       return make_error("display-busy", "a session or another action batch holds this display", true);
     }
@@ -35,8 +54,12 @@ void register_action_ops(OpTable& ops, DisplayManager& displays, std::string run
       std::string owner;
       ~Release() { d->release_session(owner); }
     } release{disp, owner};
-    const std::string frames = runtime_dir + "/cu-frames";
-    (void)make_private_dir(frames);
+    // Frames are written only when the batch observes: no directory work per observe:none batch.
+    std::string frames;
+    if (observes(**req)) {
+      frames = runtime_dir + "/cu-frames";
+      (void)make_private_dir(frames);
+    }
     // Shares the display's lifetime with this batch: a destroy that races it cancels the batch
     // and waits for it (bounded) before freeing what the executor uses (docs/reliability.md).
     // Declared before the executor, so it is dropped after the executor released held input.
