@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -185,22 +186,17 @@ def test_ctrl_c_during_session_wait_aborts_and_releases_display(engine):
         assert display.actions([a.move_mouse(1, 1)], observe="none").ok
 
 
-def _pointer(display, tmp_path):
-    """The pointer's root position, read by xdotool on the display (not by the engine)."""
-    out = tmp_path / "pointer"
-    out.unlink(missing_ok=True)
-    # The shell stays (an app that exits at once is refused), until the test stops it.
-    with display.launch(["sh", "-c", f"xdotool getmouselocation --shell > {out}.part && "
-                                     f"mv {out}.part {out}; exec sleep 60"]):
-        deadline = time.monotonic() + DEADLINE_S
-        while not out.exists():
-            assert time.monotonic() < deadline, "xdotool did not report the pointer"
-            threading.Event().wait(0.01)
-    fields = dict(line.split("=", 1) for line in out.read_text().split())
+def _pointer(display):
+    """The pointer's root position, read by xdotool on the display (not by the engine): one
+    process with the display's environment, waited for (bounded) and read from its stdout."""
+    r = subprocess.run(["xdotool", "getmouselocation", "--shell"],
+                       env={**os.environ, **display.env()}, capture_output=True, text=True,
+                       timeout=DEADLINE_S, check=True)
+    fields = dict(line.split("=", 1) for line in r.stdout.split())
     return int(fields["X"]), int(fields["Y"])
 
 
-def test_only_short_bounded_calls_run_inline_and_the_others_run_nothing(engine, tmp_path):
+def test_only_short_bounded_calls_run_inline_and_the_others_run_nothing(engine):
     core = engine._backend
     with engine.create_display(width=320, height=200) as display:
         ref = {"display_id": display.id, "generation": display.generation}
@@ -209,7 +205,7 @@ def test_only_short_bounded_calls_run_inline_and_the_others_run_nothing(engine, 
             return json.dumps({"op": "cu.actions", "args": {**ref, "request": {
                 "actions": actions, "observe": "none", **extra}}})
 
-        start = _pointer(display, tmp_path)
+        start = _pointer(display)
         assert start != (11, 13)
         move = {"type": "move_mouse", "x": 11, "y": 13}
         for actions, extra in (([move, {"type": "wait", "ms": 1}], {}),
@@ -219,13 +215,13 @@ def test_only_short_bounded_calls_run_inline_and_the_others_run_nothing(engine, 
                                ([move], {"settle": True}),
                                ([move], {"settle": 50})):
             assert core.call_inline(batch(actions, **extra)) is None, (actions, extra)
-            assert _pointer(display, tmp_path) == start, "a deferred request must run nothing"
+            assert _pointer(display) == start, "a deferred request must run nothing"
         assert core.call_inline(json.dumps({"op": "display.list", "args": {}})) is None
         assert core.call_inline(json.dumps({"op": "session", "args": {"request": "{}"}})) is None
 
         reply = json.loads(core.call_inline(batch([{"type": "move_mouse", "x": 21, "y": 23}])))
         assert reply["ok"] is True and reply["results"][0]["type"] == "move_mouse"
-        assert _pointer(display, tmp_path) == (21, 23)
+        assert _pointer(display) == (21, 23)
         assert json.loads(core.call_inline(json.dumps({"op": "ping", "args": {}})))["ok"] is True
         # Envelope errors are answered at once, on this thread.
         assert json.loads(core.call_inline('{"op":'))["error"]["code"] == "request-json"

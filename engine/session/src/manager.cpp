@@ -68,8 +68,6 @@ std::string SessionManager::handler_table_problems() {
 
 namespace session_internal {
 
-Json error_json(const Error& e) { return error_response(e); }
-
 Json error_fields(const Error& e) { return Json{{"code", e.code}, {"message", e.message}}; }
 
 // engine.host_id of receipt v3: the evidence module's (the engine always has one); the unit
@@ -183,10 +181,10 @@ SessionManager::~SessionManager() {
 Json SessionManager::handle(const Json& actor, std::string_view raw_request) {
   try {
     auto req = parse_session_request(raw_request);
-    if (!req) return error_json(req.error());
+    if (!req) return error_response(req.error());
     return dispatch(actor, *req);
   } catch (const std::exception&) {
-    return error_json(make_error("internal", "unexpected internal error in the session layer"));
+    return error_response(make_error("internal", "unexpected internal error in the session layer"));
   }
 }
 
@@ -198,7 +196,7 @@ Json SessionManager::handle(const Json& actor, const SessionRequest& request) {
   try {
     return dispatch(actor, request);
   } catch (const std::exception&) {
-    return error_json(make_error("internal", "unexpected internal error in the session layer"));
+    return error_response(make_error("internal", "unexpected internal error in the session layer"));
   }
 }
 
@@ -234,49 +232,49 @@ Json SessionManager::dispatch(const Json& actor, const SessionRequest& req) {
     auto it = records_.find(req.session_id);
     // A task is not found by session ops, nor a session by task ops.
     if (it == records_.end() || it->second->actor != actor || it->second->is_task != task) {
-      return error_json(not_found(task));
+      return error_response(not_found(task));
     }
     c.r = it->second;
     Record& r = *c.r;
     const Verdict v = verdict(req.op, r.phase);
     switch (v) {
       case Verdict::kNotAddressed:
-      case Verdict::kNotFound: return error_json(not_found(task));
+      case Verdict::kNotFound: return error_response(not_found(task));
       case Verdict::kExpired:
         if (task) {
-          return error_json(make_error(k.expired, "the task's deadline has passed; it expired and was "
+          return error_response(make_error(k.expired, "the task's deadline has passed; it expired and was "
                                                   "cleaned up without a receipt; begin a new task"));
         }
-        return error_json(make_error(k.expired,
+        return error_response(make_error(k.expired,
                                      "the session passed its deadline and was cleaned up; its "
                                      "display is released; begin a new session"));
       case Verdict::kRead: return (this->*h.read)(c);
       case Verdict::kEnded:
-        return error_json(make_error(k.ended, "the " + noun + " has ended (" + phase_name(r) + ": " +
+        return error_response(make_error(k.ended, "the " + noun + " has ended (" + phase_name(r) + ": " +
                                                   r.end_reason + "); `status` shows why"));
       case Verdict::kWrongPhase:
       case Verdict::kRun: break;
     }
     if (r.busy) {
-      return error_json(make_error(k.busy,
+      return error_response(make_error(k.busy,
                                    "another request of this " + noun + " is still running; retry "
                                    "after it answers (use status to see where it stands)",
                                    true));
     }
     if (c.row.checks_sequence && req.sequence != r.sequence) {
-      return error_json(make_error(k.sequence,
+      return error_response(make_error(k.sequence,
                                    "sequence " + std::to_string(req.sequence) +
                                        " is not the " + noun + "'s current sequence " +
                                        std::to_string(r.sequence) + "; nothing was executed",
                                    false));
     }
     if (v == Verdict::kWrongPhase) {
-      return error_json(make_error(k.phase, "op " + std::string(c.row.name) + " needs phase " +
+      return error_response(make_error(k.phase, "op " + std::string(c.row.name) + " needs phase " +
                                                 allowed_phase_names(c.row) + " but the " + noun +
                                                 " is in phase " + phase_name(r)));
     }
     if (h.admit) {
-      if (auto e = (this->*h.admit)(c)) return error_json(*e);
+      if (auto e = (this->*h.admit)(c)) return error_response(*e);
     }
     r.busy = true;
   }
@@ -290,9 +288,9 @@ Json SessionManager::run_contained(Call& c, Json (SessionManager::*run)(Call&)) 
   } catch (...) {  // any type: nothing may leave the record owned
     const bool task = is_task_op(c.req.op);
     if (!c.r) {
-      return error_json(make_error("internal", "unexpected internal error in the session layer; nothing was begun"));
+      return error_response(make_error("internal", "unexpected internal error in the session layer; nothing was begun"));
     }
-    return error_json(contain_internal(c.r, task));
+    return error_response(contain_internal(c.r, task));
   }
 }
 
@@ -356,14 +354,14 @@ Json SessionManager::refuse(Call& c, const Error& e) {  // nothing changed; the 
   std::lock_guard<std::mutex> lock(mu_);
   c.r->busy = false;
   cv_.notify_all();
-  return error_json(e);
+  return error_response(e);
 }
 
 Json SessionManager::fail(Call& c, const Failure& f) {
   // Fail closed: an op whose row names no failure phase still ends the session when its work
   // failed part-way (no handler does that today: finish only refuses).
   end_session(*c.r, c.row.on_failure.value_or(Phase::kFailed), f.reason, &f.error);
-  return error_json(make_error(f.error.code, f.error.message + "; the " +
+  return error_response(make_error(f.error.code, f.error.message + "; the " +
                                                  std::string(c.r->is_task ? "task" : "session") +
                                                  " has ended without a receipt"));
 }
@@ -490,7 +488,7 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
   {
     std::unique_lock<std::mutex> lock(mu_);
     expire_due_locked(lock);
-    if (stop_) return error_json(make_error(busy, "the engine is shutting down"));
+    if (stop_) return error_response(make_error(busy, "the engine is shutting down"));
     std::size_t live = 0;
     for (const auto& [id, other] : records_) {
       if (!is_live(other->phase)) continue;
@@ -498,19 +496,19 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
       // A live session on an earlier generation of this display number (its Xvfb died and the
       // number was reused) cannot block the new display: it fails at its next request.
       if (other->display_id == req.display_id && other->target.generation == req.generation) {
-        return error_json(make_error(busy,
+        return error_response(make_error(busy,
                                      "display " + std::to_string(req.display_id) +
                                          " already has a live " + noun + "; close or abort it first",
                                      true));
       }
       if (other->attempt_id == req.attempt_id) {
-        return error_json(make_error(
+        return error_response(make_error(
             busy, std::string("this attempt_id already has a live ") + noun + "; close or abort it first",
             true));
       }
     }
     if (live >= options_.max_live_sessions) {
-      return error_json(make_error(busy,
+      return error_response(make_error(busy,
                                    "the daemon already has " + std::to_string(live) +
                                        " live sessions (the limit); retry after one ends",
                                    true));
@@ -525,7 +523,7 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
     r->started_wall = clock_->wall_ms();
     r->deadline_mono = r->started_mono + options_.stage_timeout_ms;
     if (setup) {
-      if (auto e = setup(*r)) return error_json(*e);  // nothing exists yet
+      if (auto e = setup(*r)) return error_response(*e);  // nothing exists yet
     }
     records_[r->id] = r;  // phase beginning: not yet visible
   }
@@ -540,7 +538,7 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
       records_.erase(r->id);
     }
     cv_.notify_all();
-    return error_json(e);
+    return error_response(e);
   };
 
   auto lease = backend_.acquire(req.display_id, req.generation, req.app_id);
@@ -812,7 +810,7 @@ std::optional<Json> SessionManager::close_and_seal(Record& r, Phase failed, Json
   // keeps no receipt (none was written).
   if (Status st = cleanup(r); !st) {
     end_session(r, failed, "cleanup-failed", &st.error());
-    return error_json(make_error(st.error().code, st.error().message + "; the receipt was withdrawn"));
+    return error_response(make_error(st.error().code, st.error().message + "; the receipt was withdrawn"));
   }
   // Cleanup is complete: the receipt becomes receipt.json now (atomically, then the
   // directory synced), and only then is it signed. Fail closed: a receipt that cannot be
@@ -820,7 +818,7 @@ std::optional<Json> SessionManager::close_and_seal(Record& r, Phase failed, Json
   const std::string receipt_path = r.evidence_dir + "/" + std::string(kReceiptFileName);
   if (Status w = write_receipt_atomic(r.evidence_dir, r.receipt); !w) {
     end_session(r, failed, "evidence-write-failed", &w.error());  // removes a partial receipt.json
-    return error_json(make_error(w.error().code, w.error().message + "; no receipt was kept"));
+    return error_response(make_error(w.error().code, w.error().message + "; no receipt was kept"));
   }
   sync_dir_fs(r.evidence_dir);
   // Sign at close: the run-log entry, then receipt.dsse.json. Fail closed: a receipt that
@@ -841,7 +839,7 @@ std::optional<Json> SessionManager::close_and_seal(Record& r, Phase failed, Json
     if (!seal) {
       remove_session_commitments(state, r.id);
       end_session(r, failed, "sign-failed", &seal.error());  // withdraws receipt.json and its envelope
-      return error_json(make_error(seal.error().code, seal.error().message + "; the receipt was withdrawn"));
+      return error_response(make_error(seal.error().code, seal.error().message + "; the receipt was withdrawn"));
     }
     sealed = *seal;
   }
@@ -860,7 +858,7 @@ Json SessionManager::run_abort(Call& c) {
   // ends failed instead.
   if (Status st = cleanup(r); !st) {
     end_session(r, c.row.on_failure.value_or(Phase::kFailed), "cleanup-failed", &st.error());
-    return error_json(st.error());
+    return error_response(st.error());
   }
   end_session(r, *c.row.next, "aborted");
   std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "evident/core/error_json.h"  // error_response: every error reply
 #include "evident/core/json.h"
 #include "evident/core/status.h"
 #include "evident/evidence/commitments.h"
@@ -89,7 +90,6 @@ struct SessionManager::Record {
 
 namespace session_internal {
 
-Json error_json(const Error& e);
 Json error_fields(const Error& e);
 std::string session_host_id(const SessionOptions& o);
 Json nullable_time(std::int64_t wall);

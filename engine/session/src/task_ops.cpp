@@ -70,7 +70,7 @@ void SessionManager::remember_prior_locked(const PriorReceipt& p) {
 Json SessionManager::run_task_begin(Call& c) {
   const SessionRequest& req = c.req;
   if (!options_.task_lane) {
-    return error_json(make_error("task-adapter-unknown", "this engine has no task lane"));
+    return error_response(make_error("task-adapter-unknown", "this engine has no task lane"));
   }
   return begin_common(c, [&](Record& r) -> std::optional<Error> {
     r.is_task = true;
@@ -232,7 +232,7 @@ Json SessionManager::finish_task(Call& c, const Json& result) {
   const Phase failed = c.row.on_failure.value_or(Phase::kFailed);
   auto end_failed = [&](const Failure& f) {
     end_session(r, failed, f.reason, &f.error);
-    return error_json(make_error(f.error.code, f.error.message + "; the task has ended without a receipt"));
+    return error_response(make_error(f.error.code, f.error.message + "; the task has ended without a receipt"));
   };
   // freeze: input ends for good.
   if (Status rel = r.lease->release_all_checked(); !rel) {
