@@ -55,7 +55,6 @@ NOT_CODES = {
     "external-caller": "receipt execution.claims_authority",
     "caller-policy": "task receipt execution.kind and claims_authority",
     # prefixes of random owner ids of a display's lock
-    "cu-actions": "owner id prefix of a cu actions batch",
     "session-lease": "owner id prefix of a session's lease",
     "window-focus": "owner id prefix of a window focus",
     # CLI subcommand names and window fields
