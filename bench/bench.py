@@ -1716,7 +1716,7 @@ RUNS = {  # (full, quick)
     "screenshot": (20, 2), "settle": (15, 2), "session": (9, 1), "turn": (33, 2),
     "verify_cli": (50, 3),
     "verify_inprocess": (1, 1), "sign_close": (1, 1), "verify_signed": (1, 1),
-    "log_append": (1, 1), "report_cli": (20, 2), "report_render": (5, 1),
+    "log_append": (2, 1), "report_cli": (20, 2), "report_render": (5, 1),
     "daemon_memory": (1, 1),
 }
 
