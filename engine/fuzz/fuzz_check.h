@@ -74,8 +74,9 @@ EVIDENT_FUZZ_UNTRACED inline bool is_word_byte(unsigned c) {
 }
 
 // True when the message bytes [p, p+n) are all the engine's own naming: inside a vocabulary word
-// (a field name it checks, "coordinate_space"; a number), or the quote, dot, bracket or hyphen
-// around one ("actions[3].x", "\"observe\"", "anthropic-computer-20250124"). Such a run also found in the input is not an echo: the
+// (a field name it checks, "coordinate_space"; a number), or the quote, dot, bracket, hyphen or
+// slash around one ("actions[3].x", "\"observe\"", "anthropic-computer-20250124",
+// "evident.disclosure/v1"). Such a run also found in the input is not an echo: the
 // engine names a field it knows, which the request also holds.
 EVIDENT_FUZZ_UNTRACED inline bool own_naming(std::string_view message, std::size_t p, std::size_t n) {
   const auto* m = reinterpret_cast<const unsigned char*>(message.data());
@@ -83,7 +84,7 @@ EVIDENT_FUZZ_UNTRACED inline bool own_naming(std::string_view message, std::size
   std::size_t i = p;
   while (i < p + n) {
     const unsigned c = m[i];
-    if (c == '"' || c == '.' || c == '[' || c == ']' || c == '-') { ++i; continue; }
+    if (c == '"' || c == '.' || c == '[' || c == ']' || c == '-' || c == '/') { ++i; continue; }
     if (!is_word_byte(c)) return false;
     std::size_t a = i, b = i;
     while (a > 0 && is_word_byte(m[a - 1])) --a;
