@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -26,6 +25,7 @@
 #include "evident/receipts/commitment.h"
 #include "evident/receipts/verify.h"
 #include "fuzz_check.h"
+#include "fuzz_files.h"
 
 using namespace evident;
 
@@ -37,17 +37,7 @@ std::string g_disclosure_path;
 std::string g_record_path;
 Json g_receipt;
 
-void cleanup() {
-  if (!g_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_dir, ec);
-  }
-}
 
-void write(const std::string& path, std::string_view bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // The action-th action event of the receipt, or null.
 const Json* action_event(std::int64_t index) {
@@ -84,18 +74,14 @@ void require_no_record_values(const Json& record, const std::string& message) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string src = EVIDENT_FUZZ_SOURCE_DIR;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/evident-fuzz-disclosure-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) fuzz::fail("mkdtemp failed");
-  g_dir = templ;
-  std::atexit(cleanup);
+  g_dir = fuzz::scratch_dir("disclosure");
   auto bytes = read_file(src + "/receipts/golden/v3-three-actions/receipt.json", 8 * 1024 * 1024);
   if (!bytes.ok()) fuzz::fail("cannot read the golden receipt");
   auto r = parse_json_strict(*bytes, bytes->size() + 1, "receipt-json");
   if (!r.ok() || !verify_receipt(*r, VerifyOptions{}).ok) fuzz::fail("the golden receipt does not verify");
   g_receipt = *r;
   g_receipt_path = g_dir + "/receipt.json";
-  write(g_receipt_path, *bytes);
+  fuzz::write_bytes(g_receipt_path, *bytes);
   g_disclosure_path = g_dir + "/disclosure.json";
   g_state = g_dir + "/state";
   g_record_path = commitments_path(g_state, g_receipt["session_id"].get<std::string>());
@@ -110,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   if (!record_mode) {
-    write(g_disclosure_path, input);
+    fuzz::write_bytes(g_disclosure_path, input);
     auto d = load_disclosure_file(g_disclosure_path);
     bool expect_ok = false;
     if (!d.ok()) {
@@ -142,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
 
-  write(g_record_path, input);
+  fuzz::write_bytes(g_record_path, input);
   auto record = parse_json_strict(input, input.size() + 1, "internal");
   for (std::int64_t n = -1; n <= 4; ++n) {
     auto d = disclose_action(g_state, g_receipt, n);

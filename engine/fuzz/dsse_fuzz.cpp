@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -27,6 +26,7 @@
 #include "evident/evidence/dsse.h"
 #include "evident/evidence/signed_verify.h"
 #include "fuzz_check.h"
+#include "fuzz_files.h"
 
 using namespace evident;
 
@@ -39,12 +39,6 @@ std::string g_receipt_bytes;
 Json g_receipt;
 std::vector<Ed25519Key> g_keys;
 
-void cleanup() {
-  if (!g_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_dir, ec);
-  }
-}
 
 std::string read_or_fail(const std::string& path) {
   auto t = read_file(path, 8 * 1024 * 1024);
@@ -71,21 +65,14 @@ const char* const kCheckNames[] = {"envelope", "payload_type", "signature", "sta
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string src = EVIDENT_FUZZ_SOURCE_DIR;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/evident-fuzz-dsse-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) fuzz::fail("mkdtemp failed");
-  g_dir = templ;
-  std::atexit(cleanup);
+  g_dir = fuzz::scratch_dir("dsse");
   g_receipt_bytes = read_or_fail(src + "/receipts/golden/v3-three-actions/receipt.json");
   auto r = parse_json_strict(g_receipt_bytes, g_receipt_bytes.size() + 1, "receipt-json");
   if (!r.ok()) fuzz::fail("the golden receipt does not parse");
   g_receipt = *r;
   g_receipt_path = g_dir + "/receipt.json";
   g_envelope_path = g_dir + "/receipt.dsse.json";
-  {
-    std::ofstream f(g_receipt_path, std::ios::binary);
-    f << g_receipt_bytes;
-  }
+  fuzz::write_bytes(g_receipt_path, g_receipt_bytes);
   g_pub_path = src + "/engine/fuzz/keys/fuzz-signing.pub";
   auto test_key = load_public_key_file(g_pub_path);
   auto other = Ed25519Key::generate();
@@ -96,10 +83,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  {
-    std::ofstream f(g_envelope_path, std::ios::binary | std::ios::trunc);
-    f.write(input.data(), static_cast<std::streamsize>(input.size()));
-  }
+  fuzz::write_bytes(g_envelope_path, input);
   AuthResult a = verify_receipt_envelope(g_receipt_bytes, g_receipt, g_envelope_path, g_keys);
   fuzz::require(a.checks.size() == 6, "not six envelope checks");
   bool all = true;

@@ -18,6 +18,7 @@
 
 #include "evident/service/engine.h"
 #include "fuzz_check.h"
+#include "fuzz_files.h"
 
 using namespace evident;
 
@@ -25,13 +26,9 @@ namespace {
 std::string g_dir;
 std::unique_ptr<Engine> g_engine;
 
-void cleanup() {
+void stop_engine() {
   if (g_engine) g_engine->shutdown();
   g_engine.reset();
-  if (!g_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_dir, ec);
-  }
 }
 
 void require_response(const Json& r, std::string_view input) {
@@ -58,15 +55,11 @@ bool starts_a_process(const Json& envelope) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/evident-fuzz-envelope-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) fuzz::fail("mkdtemp failed");
-  g_dir = templ;
+  g_dir = fuzz::scratch_dir("envelope", stop_engine);
   EngineOptions o;
   o.state_dir = g_dir + "/state";
   o.runtime_dir = g_dir + "/run";
   g_engine = std::make_unique<Engine>(o);
-  std::atexit(cleanup);
   return 0;
 }
 

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -23,6 +22,7 @@
 #include "evident/evidence/merkle.h"
 #include "evident/evidence/runlog.h"
 #include "fuzz_check.h"
+#include "fuzz_files.h"
 
 using namespace evident;
 
@@ -32,17 +32,7 @@ std::string g_state;
 std::string g_log;
 Ed25519Key* g_key = nullptr;
 
-void cleanup() {
-  if (!g_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_dir, ec);
-  }
-}
 
-void write(const std::string& path, std::string_view bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 void require_log_error(const Error& e, std::string_view input) {
   fuzz::require_good_error(e, input, {"log-corrupt", "fs-error", "log-not-found", "log-tree-size"});
@@ -71,11 +61,7 @@ Hash32 root_of(const Json& head) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string src = EVIDENT_FUZZ_SOURCE_DIR;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/evident-fuzz-runlog-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) fuzz::fail("mkdtemp failed");
-  g_dir = templ;
-  std::atexit(cleanup);
+  g_dir = fuzz::scratch_dir("runlog");
   g_state = g_dir + "/state";
   g_log = g_state + "/log";
   auto pem = read_file(src + "/engine/fuzz/keys/fuzz-signing.key", kMaxKeyFileBytes);
@@ -99,9 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::error_code ec;
   std::filesystem::remove_all(g_log, ec);
   std::filesystem::create_directories(g_log, ec);
-  if (!state.empty()) write(g_log + "/state.json", state);
-  write(g_log + "/entries.jsonl", entries);
-  write(g_log + "/leaves.bin", leaves);
+  if (!state.empty()) fuzz::write_bytes(g_log + "/state.json", state);
+  fuzz::write_bytes(g_log + "/entries.jsonl", entries);
+  fuzz::write_bytes(g_log + "/leaves.bin", leaves);
 
   RunLog log(g_state);
   const std::uint64_t n = log.size();
