@@ -11,6 +11,7 @@
 // Xlib defines Status as a macro (int); ours is evident::Status.
 #undef Status
 
+#include "evident/core/markup.h"
 #include "evident/display/x11.h"
 #include "display_internal.h"
 
@@ -60,21 +61,6 @@ std::string dbus_escape(const std::string& s) {
       out.push_back('%');
       out.push_back(hex[c >> 4]);
       out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.push_back(c);
     }
   }
   return out;

@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "evident/core/markup.h"
 #include "evident/report/report.h"
 #include "report_internal.h"
 
@@ -48,21 +49,6 @@ std::string base64(std::string_view in) {
   return out;
 }
 
-std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
 
 std::string pretty(const Json& v) {
   return v.dump(2, ' ', false, Json::error_handler_t::replace);
@@ -226,7 +212,7 @@ std::string svg_geometry(const ReportEvent& e, std::int64_t w, std::int64_t h) {
     }
   }
   if (out.empty()) return "";
-  return "<g class=\"geom\" data-geometry=\"" + esc(type) + "\">" + out + "</g>";
+  return "<g class=\"geom\" data-geometry=\"" + xml_escape(type) + "\">" + out + "</g>";
 }
 
 const ReportFrame* frame_of(const Evidence& ev, const std::string& sha) {
@@ -247,14 +233,14 @@ std::string figure(const Evidence& ev, const std::string& sha, const std::string
       out += "<svg viewBox=\"0 0 " + num(f->width) + " " + num(f->height) +
              "\" preserveAspectRatio=\"none\">" + g + "</svg>";
     }
-    out += "</div><figcaption>" + esc(caption) + " \u00b7 <code>" + short_sha(sha) + "</code> \u00b7 " +
+    out += "</div><figcaption>" + xml_escape(caption) + " \u00b7 <code>" + short_sha(sha) + "</code> \u00b7 " +
            num(f->width) + "\u00d7" + num(f->height) + "</figcaption>";
   } else {
     std::string why = sha.empty() ? "no frame named"
                       : !f || !f->present ? "frame missing from the evidence directory"
                                           : "frame does not match its digest (not shown)";
-    out += "<div class=\"frame missing\" data-frame-sha256=\"" + esc(sha) + "\">" + why +
-           "</div><figcaption>" + esc(caption) + (sha.empty() ? "" : " \u00b7 <code>" + short_sha(sha) + "</code>") +
+    out += "<div class=\"frame missing\" data-frame-sha256=\"" + xml_escape(sha) + "\">" + why +
+           "</div><figcaption>" + xml_escape(caption) + (sha.empty() ? "" : " \u00b7 <code>" + short_sha(sha) + "</code>") +
            "</figcaption>";
   }
   return out + "</figure>";
@@ -265,7 +251,7 @@ std::string status_badge(const std::string& status) {
   std::string title = status == "ok"        ? "the intended effect was verified"
                       : status == "injected" ? "the events reached the X server; the effect is not verified"
                                              : "not ok";
-  return "<span class=\"badge " + cls + "\" title=\"" + title + "\">" + esc(status.empty() ? "?" : status) +
+  return "<span class=\"badge " + cls + "\" title=\"" + title + "\">" + xml_escape(status.empty() ? "?" : status) +
          "</span>";
 }
 
@@ -336,7 +322,7 @@ std::string render_html(const Evidence& ev) {
        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
        "style-src 'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        "<meta name=\"generator\" content=\"evident report\">\n<title>Evident evidence: " +
-       esc(session_id.empty() ? (ev.task ? "(no task id)" : "(no session id)") : session_id) + "</title>\n<style>";
+       xml_escape(session_id.empty() ? (ev.task ? "(no task id)" : "(no session id)") : session_id) + "</title>\n<style>";
   h += kCss;
   for (const auto& [sha, f] : ev.frames) {
     if (f.matches) h += ".f-" + sha + "{background-image:url(data:image/png;base64," + base64(f.bytes) + ")}\n";
@@ -350,22 +336,22 @@ std::string render_html(const Evidence& ev) {
   }
   if (ev.ok) {
     h += "<p class=\"verdict ok\" id=\"verdict\" data-ok=\"true\">Verified: all " + num(static_cast<std::int64_t>(ev.checks.size())) +
-         " checks passed (" + esc(signature_phrase(ev)) + ")</p>\n";
+         " checks passed (" + xml_escape(signature_phrase(ev)) + ")</p>\n";
   } else {
     std::string names;
     for (const auto& n : failed) names += (names.empty() ? "" : ", ") + n;
     h += "<p class=\"verdict fail\" id=\"verdict\" data-ok=\"false\">NOT verified: " +
          num(static_cast<std::int64_t>(failed.size())) + " of " + num(static_cast<std::int64_t>(ev.checks.size())) +
-         " checks failed (" + esc(names) + ")</p>\n";
+         " checks failed (" + xml_escape(names) + ")</p>\n";
   }
 
   // The binding and counters.
   const Json* binding = member(r, "binding");
   const Json* actor = member(r, "actor");
   auto row = [&](const std::string& name, const std::string& value) {
-    h += "<dt>" + esc(name) + "</dt><dd>" + value + "</dd>";
+    h += "<dt>" + xml_escape(name) + "</dt><dd>" + value + "</dd>";
   };
-  auto text_or_dash = [&](const std::string& s) { return s.empty() ? std::string("\u2014") : "<code>" + esc(s) + "</code>"; };
+  auto text_or_dash = [&](const std::string& s) { return s.empty() ? std::string("\u2014") : "<code>" + xml_escape(s) + "</code>"; };
   auto int_or_dash = [&](const Json* o, std::string_view k) {
     auto v = o ? int_member(*o, k) : std::nullopt;
     return v ? num(*v) : std::string("\u2014");
@@ -375,7 +361,7 @@ std::string render_html(const Evidence& ev) {
   row("receipt", text_or_dash(string_member(r, "receipt_id")));
   row("schema", text_or_dash(string_member(r, "schema")));
   if (const Json* engine = member(r, "engine")) {
-    row("engine", esc(string_member(*engine, "name") + " " + string_member(*engine, "version")));
+    row("engine", xml_escape(string_member(*engine, "name") + " " + string_member(*engine, "version")));
     // v3 / tasks: the machine's id (docs/receipts.md §8), as the receipt states it.
     if (member(*engine, "host_id")) row("host", text_or_dash(string_member(*engine, "host_id")));
   }
@@ -394,16 +380,16 @@ std::string render_html(const Evidence& ev) {
                      int_or_dash(&r, "invalid_result_count") + " invalid final answers");
   }
   if (binding) {
-    row("display", esc(string_member(*binding, "display_name")) + " (id " + int_or_dash(binding, "display_id") +
+    row("display", xml_escape(string_member(*binding, "display_name")) + " (id " + int_or_dash(binding, "display_id") +
                        ", " + text_or_dash(string_member(*binding, "generation")) + ")");
     row("app", "pid " + int_or_dash(binding, "app_pid") + " \u00b7 " + text_or_dash(string_member(*binding, "app_id")) +
                    " \u00b7 argv sha256 " + text_or_dash(string_member(*binding, "app_argv_sha256")));
     row("attempt", text_or_dash(string_member(*binding, "attempt_id")));
     if (!ev.task) row("job sha256", text_or_dash(string_member(*binding, "job_sha256")));
   }
-  if (actor) row("actor", "<code>" + esc(actor->dump(-1, ' ', false, Json::error_handler_t::replace)) + "</code>");
-  row("started", esc(string_member(r, "started_at")));
-  row("completed", esc(string_member(r, "completed_at")) + " (" + int_or_dash(&r, "elapsed_ms") + " ms)");
+  if (actor) row("actor", "<code>" + xml_escape(actor->dump(-1, ' ', false, Json::error_handler_t::replace)) + "</code>");
+  row("started", xml_escape(string_member(r, "started_at")));
+  row("completed", xml_escape(string_member(r, "completed_at")) + " (" + int_or_dash(&r, "elapsed_ms") + " ms)");
   row("actions", int_or_dash(&r, "action_count") + " actions, " + int_or_dash(&r, "input_event_count") +
                      " input events, " + int_or_dash(&r, "post_observation_input_event_count") +
                      " after the observation");
@@ -412,9 +398,9 @@ std::string render_html(const Evidence& ev) {
   // Checks.
   h += "<h2 id=\"checks\">Verification</h2>\n<table class=\"checks\"><thead><tr><th>result</th><th>check</th><th>detail</th></tr></thead><tbody>\n";
   for (const auto& c : ev.checks) {
-    h += "<tr class=\"check " + std::string(c.ok ? "ok" : "fail") + "\" data-check=\"" + esc(c.name) + "\" data-ok=\"" +
+    h += "<tr class=\"check " + std::string(c.ok ? "ok" : "fail") + "\" data-check=\"" + xml_escape(c.name) + "\" data-ok=\"" +
          (c.ok ? "true" : "false") + "\"><td>" + (c.ok ? "<span class=\"badge ok\">ok</span>" : "<span class=\"badge failed\">FAIL</span>") +
-         "</td><td><code>" + esc(c.name) + "</code></td><td>" + esc(c.detail) + "</td></tr>\n";
+         "</td><td><code>" + xml_escape(c.name) + "</code></td><td>" + xml_escape(c.detail) + "</td></tr>\n";
   }
   h += "</tbody></table>\n";
   if (!ev.actions_file_present) {
@@ -422,8 +408,8 @@ std::string render_html(const Evidence& ev) {
   }
 
   // Signature and run log.
-  h += "<h2 id=\"signature\">Signature and run log</h2>\n<p data-signature=\"" + esc(ev.signature_state) + "\">" +
-       esc(ev.signature_detail) + "</p>\n";
+  h += "<h2 id=\"signature\">Signature and run log</h2>\n<p data-signature=\"" + xml_escape(ev.signature_state) + "\">" +
+       xml_escape(ev.signature_detail) + "</p>\n";
 
   // Observation and claims.
   std::string observed;
@@ -433,12 +419,12 @@ std::string render_html(const Evidence& ev) {
     h += "<h2 id=\"observation\">Observed frame and result</h2>\n<div class=\"big\" id=\"observed\">" +
          figure(ev, is_lower_hex(observed, 64) ? observed : "", "observed frame (captured after the final answer, input sealed)", nullptr) +
          "</div>\n<h3>Result</h3>\n<p class=\"note\">The policy's final answer, recorded as sent: evident does not judge it.</p>\n<pre class=\"claims\" id=\"claims\">";
-    if (const Json* result = member(r, "result")) h += esc(pretty(*result));
+    if (const Json* result = member(r, "result")) h += xml_escape(pretty(*result));
   } else {
     h += "<h2 id=\"observation\">Observed frame and claims</h2>\n<div class=\"big\" id=\"observed\">" +
          figure(ev, is_lower_hex(observed, 64) ? observed : "", "observed frame (captured by observe, after input ended)", nullptr) +
          "</div>\n<h3>Claims</h3>\n<p class=\"note\">The caller's claims about the observed frame, recorded as sent: evident does not judge them.</p>\n<pre class=\"claims\" id=\"claims\">";
-    if (const Json* claims = member(r, "claims")) h += esc(pretty(*claims));
+    if (const Json* claims = member(r, "claims")) h += xml_escape(pretty(*claims));
   }
   h += "</pre>\n";
 
@@ -450,14 +436,14 @@ std::string render_html(const Evidence& ev) {
        "<ol class=\"timeline\">\n";
   std::string previous_frame;
   for (const auto& e : ev.events) {
-    h += "<li class=\"event\" id=\"event-" + num(e.index) + "\" data-index=\"" + num(e.index) + "\" data-kind=\"" + esc(e.kind) +
-         "\" data-frame-sha256=\"" + esc(e.frame_sha256) + "\"";
+    h += "<li class=\"event\" id=\"event-" + num(e.index) + "\" data-index=\"" + num(e.index) + "\" data-kind=\"" + xml_escape(e.kind) +
+         "\" data-frame-sha256=\"" + xml_escape(e.frame_sha256) + "\"";
     if (e.kind == "action") {
-      h += " data-action=\"" + esc(e.action) + "\" data-status=\"" + esc(e.status) + "\" data-projection=\"" +
-           esc(e.projection_state) + "\" data-before-sha256=\"" + esc(previous_frame) + "\"";
+      h += " data-action=\"" + xml_escape(e.action) + "\" data-status=\"" + xml_escape(e.status) + "\" data-projection=\"" +
+           xml_escape(e.projection_state) + "\" data-before-sha256=\"" + xml_escape(previous_frame) + "\"";
     }
     h += "><div class=\"head\"><span class=\"idx\">#" + num(e.index) + "</span><span class=\"kind\">" +
-         esc(describe_event(e)) + "</span>";
+         xml_escape(describe_event(e)) + "</span>";
     if (e.kind == "action") {
       h += status_badge(e.status);
       if (e.input) {
@@ -471,14 +457,14 @@ std::string render_html(const Evidence& ev) {
              "</code></span>";
       }
     }
-    if (std::string s = settle_text(e.settle); !s.empty()) h += "<span class=\"settle\">" + esc(s) + "</span>";
-    if (std::string t = offset_text(e); !t.empty()) h += "<span class=\"time\">" + esc(t) + "</span>";
-    if (!e.when.empty()) h += "<span class=\"time\">" + esc(e.when) + "</span>";
+    if (std::string s = settle_text(e.settle); !s.empty()) h += "<span class=\"settle\">" + xml_escape(s) + "</span>";
+    if (std::string t = offset_text(e); !t.empty()) h += "<span class=\"time\">" + xml_escape(t) + "</span>";
+    if (!e.when.empty()) h += "<span class=\"time\">" + xml_escape(e.when) + "</span>";
     if (e.kind == "action" && e.projection_state == "mismatch") {
       h += "<span class=\"note bad\">projection does not hash to projection_sha256: geometry not shown</span>";
     }
     if (e.extra.is_object() && !e.extra.empty()) {
-      h += "<code class=\"extra\">" + esc(e.extra.dump(-1, ' ', false, Json::error_handler_t::replace)) + "</code>";
+      h += "<code class=\"extra\">" + xml_escape(e.extra.dump(-1, ' ', false, Json::error_handler_t::replace)) + "</code>";
     }
     h += "</div>";
     if (e.kind == "action") {
