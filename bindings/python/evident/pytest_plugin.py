@@ -7,8 +7,8 @@ Fixtures
                               ``manage_windows=True`` in the marker: new windows are fitted,
                               raised and focused (docs/windows.md)
   ``evident_worker_display``  one display shared by all tests of a worker (faster, less isolated)
-  ``evident_app``             launcher: ``evident_app(["cmd", ...], wait_window_ms=5000)`` -> App,
-                              stopped at teardown
+  ``evident_app``             launcher: ``evident_app(["cmd", ...], wait_window_ms=5000, env=None,
+                              cwd=None)`` -> App, stopped at teardown
   ``evident_actions``         action helpers bound to ``evident_display`` (click, type, key, ...)
   ``evident_evidence``        the test's evidence recorder: frames, sessions and receipts under
                               ``--evident-dir/<test id>/``
@@ -33,8 +33,8 @@ import re
 import shutil
 from pathlib import Path
 from types import TracebackType
-from typing import (Any, Callable, Dict, Generator, Iterator, List, Optional, Sequence, Tuple,
-                    Type, TypeVar, cast)
+from typing import (Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Type, TypeVar, cast)
 
 import pytest
 
@@ -491,14 +491,17 @@ def evident_worker_display(request: pytest.FixtureRequest, evident_engine: Engin
 @pytest.fixture
 def evident_app(request: pytest.FixtureRequest, evident_display: Display
                 ) -> Iterator[Callable[..., App]]:
-    """``evident_app(argv, wait_window_ms=5000, display=None)`` -> App; stopped at teardown
-    (its output then copied into the evidence per ``--evident-app-output``)."""
+    """``evident_app(argv, wait_window_ms=5000, display=None, env=None, cwd=None)`` -> App;
+    ``env`` and ``cwd`` as for :meth:`evident.Display.launch`; stopped at teardown (its output
+    then copied into the evidence per ``--evident-app-output``)."""
     apps: List[App] = []
     request.node.stash[_APPS_KEY] = apps
 
     def launch(argv: Sequence[str], wait_window_ms: Optional[int] = 5000,
-               display: Optional[Display] = None) -> App:
-        app = (display or evident_display).launch(argv, wait_window_ms=wait_window_ms)
+               display: Optional[Display] = None, *, env: Optional[Mapping[str, str]] = None,
+               cwd: Optional[str] = None) -> App:
+        app = (display or evident_display).launch(argv, wait_window_ms=wait_window_ms, env=env,
+                                                  cwd=cwd)
         apps.append(app)
         return app
 

@@ -78,6 +78,23 @@ def test_passing_test_keeps_recorded_frames(pytester):
     assert len(frames) == 1
 
 
+def test_evident_app_passes_env_and_cwd_to_the_app(pytester):
+    # The app itself records what it got: a shell writes its working directory and the variable
+    # into a file, then execs the window (the window wait covers the shell's process).
+    workdir = pytester.path / "appdir"
+    workdir.mkdir()
+    pytester.makepyfile(test_env=f'''
+        def test_env_cwd(evident_app):
+            app = evident_app(["sh", "-c", 'printf "%s\\n%s\\n" "$(pwd -P)" "$PROBE" > seen.txt; '
+                               'exec xmessage -geometry 200x80+0+0 evident'],
+                              env={{"PROBE": "Zoë x=1"}}, cwd={str(workdir)!r})
+            assert app.alive
+    ''')
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert (workdir / "seen.txt").read_text(encoding="utf-8") == f"{workdir.resolve()}\nZoë x=1\n"
+
+
 def test_failing_test_report_shows_last_frame_and_receipt(pytester):
     pytester.makepyfile(test_fail=f'''
         from evident import actions as a
