@@ -5,7 +5,8 @@ Fixtures
   ``evident_display``         a fresh owned display per test, sized by ``@pytest.mark.evident_display(
                               width=, height=, depth=, dpi=)`` or ``--evident-display-size=WxH``;
                               ``manage_windows=True`` in the marker: new windows are fitted,
-                              raised and focused (docs/windows.md)
+                              raised and focused (docs/windows.md); ``accessibility=True``: the
+                              display's own AT-SPI stack (docs/accessibility.md)
   ``evident_worker_display``  one display shared by all tests of a worker (faster, less isolated)
   ``evident_app``             launcher: ``evident_app(["cmd", ...], wait_window_ms=5000, env=None,
                               cwd=None)`` -> App, stopped at teardown
@@ -31,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import (Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence,
@@ -103,8 +105,9 @@ def _add_evidence_options(group: "pytest.OptionGroup") -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "evident_display(width=None, height=None, depth=24, dpi=96, manage_windows=False): "
-        "size of the test's evident_display; manage_windows: new windows fitted, raised, focused")
+        "evident_display(width=None, height=None, depth=24, dpi=96, manage_windows=False, "
+        "accessibility=False): size of the test's evident_display; manage_windows: new windows "
+        "fitted, raised, focused; accessibility: the display's own AT-SPI stack")
 
 
 def _parse_size(text: Optional[str]) -> Tuple[int, int]:
@@ -426,9 +429,11 @@ def evident_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     else:
         state = tmp_path_factory.mktemp(f"evident-state-{worker_id()}")
     # An explicit runtime dir, so the apps' logs (<runtime>/apps/<app_id>.log) can be copied into
-    # the evidence before it goes; removed at the end like the engine's own default one.
-    runtime = tmp_path_factory.mktemp(f"evident-run-{worker_id()}")
-    os.chmod(runtime, 0o700)
+    # the evidence before it goes; removed at the end like the engine's own default one. Made in
+    # the system temp dir, not under pytest's basetemp: a display's sockets live below it (the
+    # accessibility stack's buses, docs/accessibility.md), and a socket path has ~100 bytes at
+    # most, which a deep basetemp (pytester, a CI workspace) exceeds.
+    runtime = Path(tempfile.mkdtemp(prefix=f"evident-run-{worker_id()}-"))
     request.config.stash[_RUNTIME_KEY] = runtime
     engine = Engine(state_dir=str(state), runtime_dir=str(runtime))
     try:
@@ -462,7 +467,7 @@ def evident_display(request: pytest.FixtureRequest, evident_engine: Engine,
     """A fresh display for this test (destroyed with its apps at teardown)."""
     width, height = _parse_size(request.config.getoption("evident_display_size"))
     depth, dpi = 24, 96
-    manage_windows = False
+    manage_windows = accessibility = False
     marker = request.node.get_closest_marker("evident_display")
     if marker is not None:
         if marker.args:
@@ -472,8 +477,10 @@ def evident_display(request: pytest.FixtureRequest, evident_engine: Engine,
         depth = int(marker.kwargs.get("depth", depth))
         dpi = int(marker.kwargs.get("dpi", dpi))
         manage_windows = bool(marker.kwargs.get("manage_windows", False))
+        accessibility = bool(marker.kwargs.get("accessibility", False))
     display = evident_engine.create_display(width=width, height=height, depth=depth, dpi=dpi,
-                                            manage_windows=manage_windows)
+                                            manage_windows=manage_windows,
+                                            accessibility=accessibility)
     evident_evidence.watch(display)
     with display:
         yield display

@@ -164,6 +164,22 @@ def test_marker_and_option_size_the_display(pytester):
     result.assert_outcomes(passed=2)
 
 
+def test_marker_gives_the_display_an_accessibility_stack(pytester):
+    pytester.makepyfile(test_ax='''
+        import pytest
+
+        @pytest.mark.evident_display(width=320, height=200, accessibility=True)
+        def test_with_stack(evident_display):
+            layer = evident_display.status().layer("accessibility")
+            assert layer is not None and layer["state"] == "ready", layer
+
+        def test_without(evident_display):
+            assert evident_display.status().layer("accessibility") is None
+    ''')
+    result = run(pytester, "--strict-markers")
+    result.assert_outcomes(passed=2)
+
+
 def test_xdist_workers_are_isolated_and_leave_no_xvfb(pytester):
     log = pytester.path / "displays.jsonl"
     pytester.makepyfile(helpers=HELPERS)
