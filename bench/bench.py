@@ -1636,6 +1636,175 @@ def evident_memory(h, ev, count=8):
                       "RSS %d KiB (idle %s KiB)" % (live, count, rss, rss_idle)}}
 
 
+# --- daemon soak: 1,000 sessions with fd count and RSS flat -----------------------------------
+
+SOAK_W, SOAK_H = 320, 240   # the fixture app fills the display; its button is (20..219, 100..159)
+SOAK_CLICKS = 4             # clicks per session's batch
+SOAK_SAMPLES = 10           # figures taken during the measured sessions (and one at the end)
+SOAK_BOUND_PERMILLE = 50    # fd count and RSS within +-5% of the warm-up figure
+
+
+def evident_package():
+    """The evident Python package of this tree: its Client speaks the daemon's socket protocol
+    (docs/cli.md) and needs no compiled module."""
+    path = os.path.join(ROOT, "bindings", "python")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import evident
+    return evident
+
+
+def protocol_limit(name):
+    """A limit from protocol/evident.json (the one place it is written)."""
+    with open(os.path.join(ROOT, "protocol", "evident.json"), encoding="utf-8") as f:
+        return json.load(f)["limits"][name]["value"]
+
+
+def proc_figures(pid):
+    """The daemon's open fds (/proc/PID/fd), VmRSS (KiB; its anonymous and file-backed parts)
+    and threads, read now."""
+    fds = len(os.listdir("/proc/%d/fd" % pid))
+    out = {"fds": fds}
+    with open("/proc/%d/status" % pid, encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                out["rss_kib"] = int(line.split()[1])
+            elif line.startswith("RssAnon:"):
+                out["rss_anon_kib"] = int(line.split()[1])
+            elif line.startswith("RssFile:"):
+                out["rss_file_kib"] = int(line.split()[1])
+            elif line.startswith("Threads:"):
+                out["threads"] = int(line.split()[1])
+    return out
+
+
+def row_soak(h, ev, n):
+    try:
+        evr = evident_soak(h, ev, n)
+    except Unavailable as e:
+        evr = unavailable(str(e))
+
+    def judge(e, p):
+        return (e["fds_drift_permille"] <= SOAK_BOUND_PERMILLE and
+                e["rss_drift_permille"] <= SOAK_BOUND_PERMILLE, None,
+                "needs the daemon's fd count and RSS after the last session within +-5%% of the "
+                "figures after the warm-up (fds %d -> %d, RSS %d -> %d KiB)" % (
+                    e["warm"]["fds"], e["end"]["fds"], e["warm"]["rss_kib"],
+                    e["end"]["rss_kib"]))
+    return make_row("daemon_soak", "daemon soak: %d sessions (begin -> %d clicks -> freeze -> "
+                    "observe -> finish -> close) against one daemon" % (n, SOAK_CLICKS),
+                    "fd count and RSS after the last session within +-5% of the warm-up figure",
+                    [], evr, None, judge)
+
+
+def evident_soak(h, ev, n):
+    """One daemon of this run, one 320x240 display with the fixture app, driven through
+    evident.Client (the package's socket client). A warm-up of session_ended_records_max sessions
+    first (the daemon keeps that many ended-session records by design, so its history is full
+    before the baseline; a quick run warms up with 5), then n sessions in a row. The daemon's fd
+    count and RSS are read after the warm-up, every n/10 sessions and after the last one."""
+    try:
+        evident = evident_package()
+    except ImportError as e:
+        raise Unavailable("the evident Python package: %s" % e) from e
+    warmup = protocol_limit("session_ended_records_max") if n >= 100 else 5
+    exe = ev.find("evident-fixture-app") or build_fixture_app(h)
+    job = hashlib.sha256(b"evident-bench daemon soak").hexdigest()
+    with daemon(h, ev) as d:
+        client = evident.Client(d.sock)
+        pid = client.ping()["pid"]
+        if pid != d.proc.pid:
+            raise BenchError("the daemon answered from pid %s, started as %d" % (pid, d.proc.pid))
+        display = client.create_display(SOAK_W, SOAK_H)
+        log_path = h.fresh_path("fixture-soak", ".jsonl")
+        app = display.launch([exe, "--events", log_path, "--x", "0", "--y", "0", "--width",
+                              str(SOAK_W), "--height", str(SOAK_H)], wait_window_ms=10000)
+        log = EventLog(log_path)
+        ready = wait_until(lambda: next((e for e in log.poll() if e["type"] == "ready"), None),
+                           15, "the fixture app on the daemon's display")
+        click = {"type": "click", "x": ready["x"] + 120, "y": ready["y"] + 130}
+        problems, samples, series = [], [], []
+        verified = []
+        every = max(1, n // SOAK_SAMPLES)
+
+        def one(i, measured):
+            t0 = now_ns()
+            with display.session(app, attempt_id="soak-%d-%s" % (i, os.urandom(4).hex()),
+                                 job_sha256=job) as s:
+                res = s.actions([click] * SOAK_CLICKS)
+                s.freeze()
+                s.observe()
+                receipt = s.finish({"bench": "daemon_soak", "session": i})
+            if measured:
+                samples.append(now_ns() - t0)
+            bad = [r.status for r in res if r.status not in ("ok", "injected")]
+            closed = s.closed_reply or {}
+            if bad or receipt.get("action_count") != SOAK_CLICKS or \
+                    not closed.get("cleanup_complete"):
+                problems.append("session %d: statuses %s, action_count %s, cleanup_complete %s"
+                                % (i, bad, receipt.get("action_count"),
+                                   closed.get("cleanup_complete")))
+            return s
+
+        def run(i, measured):
+            """One session; a refusal is a finding of the row (recorded), not a harness error."""
+            try:
+                return one(i, measured)
+            except evident.EvidentError as e:
+                problems.append("session %d: %s" % (i, e.code))
+                return None
+
+        t_start = time.monotonic()
+        for i in range(warmup):
+            run(i, False)
+        warm = dict(proc_figures(pid), after=0)
+        series.append(warm)
+        for i in range(n):
+            if len(problems) >= 3:
+                break  # the daemon is failing: stop here, the row fails with what was seen
+            s = run(warmup + i, True)
+            if s is not None and i in (0, n - 1):  # first and last receipts, frames included
+                v = s.verify(expect_job_sha256=job)
+                verified.append(bool(v.ok))
+                if not v.ok:
+                    problems.append("session %d: receipt verification failed: %s" % (
+                        warmup + i, v.failed))
+            if (i + 1) % every == 0 and i + 1 < n:
+                series.append(dict(proc_figures(pid), after=i + 1))
+        end = dict(proc_figures(pid), after=len(samples))
+        series.append(end)
+        seconds = time.monotonic() - t_start
+        want = (warmup + len(samples)) * SOAK_CLICKS
+        with contextlib.suppress(BenchError):
+            wait_until(lambda: log.count("button_clicked") >= want, 10, "every click")
+        got = log.count("button_clicked")
+        alive = app.alive
+        app.stop()
+        display.destroy()
+        client.close()
+
+    def drift(key):
+        base = warm[key]
+        return int(round(1000 * abs(end[key] - base) / base)) if base else 0
+    ok = not problems and got == want and alive and len(samples) == n and \
+        verified == [True] * min(n, 2)
+    detail = ("%d+%d sessions of %d clicks in %.0f s; %d/%d clicks reached the fixture app; "
+              "every close cleanup_complete with a %d-action receipt; first and last receipts "
+              "verified with their frames; fds %d -> %d, RSS %d -> %d KiB, threads %d -> %d" % (
+                  warmup, n, SOAK_CLICKS, seconds, got, want, SOAK_CLICKS, warm["fds"],
+                  end["fds"], warm["rss_kib"], end["rss_kib"], warm["threads"],
+                  end["threads"]))
+    if problems:
+        detail += "; " + "; ".join(problems[:3])
+    return {"available": True, "name": "evident daemon through evident.Client (one display, "
+            "the fixture app, sessions one after another)", "median_us": median_us(samples),
+            "runs": len(samples), "warmup_sessions": warmup, "warm": warm, "end": end,
+            "series": series, "fds_drift_permille": drift("fds"),
+            "rss_drift_permille": drift("rss_kib"),
+            "rss_peak_kib": max(x["rss_kib"] for x in series),
+            "check": {"ok": ok, "detail": detail}}
+
+
 # --- agent turn ---------------------------------------------------------------------------------
 
 DEMO_SCREENSHOT_DELAY_S = 2.0  # computer-use-demo tools/computer.py: _screenshot_delay
@@ -1700,7 +1869,8 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
         ("verify_inprocess", row_verify_inprocess), ("sign_close", row_sign_close),
         ("verify_signed", row_verify_signed), ("log_append", row_log_append),
         ("report_cli", row_report_cli),
-        ("report_render", row_report_render), ("daemon_memory", row_memory)]
+        ("report_render", row_report_render), ("daemon_memory", row_memory),
+        ("daemon_soak", row_soak)]
 
 # Rounds (full runs only): each row runs ROUNDS times with its samples split between the rounds,
 # so evident and its peers alternate round by round and a load swing on this shared machine hits
@@ -1708,7 +1878,8 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
 # are run. The verdict is the median round's (ordered by the quantity the target bounds); the
 # JSON keeps every round and the spread. Rows that measure no time (memory) run once.
 ROUNDS, EXTRA_ROUNDS = 3, 2
-SINGLE_ROUND = {"daemon_memory", "log_append"}  # log_append: one 10^6 synthesis, 100+100 appends
+# log_append: one 10^6 synthesis, 100+100 appends; daemon_soak: one daemon's 1,000 sessions
+SINGLE_ROUND = {"daemon_memory", "log_append", "daemon_soak"}
 RATIO_JUDGED = {"display_create"}  # ordered by ratio to the peer; the others by evident's median
 
 RUNS = {  # (full, quick)
@@ -1717,7 +1888,7 @@ RUNS = {  # (full, quick)
     "verify_cli": (50, 3),
     "verify_inprocess": (1, 1), "sign_close": (1, 1), "verify_signed": (1, 1),
     "log_append": (2, 1), "report_cli": (20, 2), "report_render": (5, 1),
-    "daemon_memory": (1, 1),
+    "daemon_memory": (1, 1), "daemon_soak": (1000, 20),
 }
 
 
@@ -1736,6 +1907,10 @@ def evident_cell(r):
         return "not available"
     if r["id"] == "daemon_memory":
         return "%.1f MB RSS" % (ev["rss_kib"] / 1024.0)
+    if r["id"] == "daemon_soak":
+        return "RSS %+.1f%%, fds %+d (%s/session)" % (
+            100.0 * (ev["end"]["rss_kib"] - ev["warm"]["rss_kib"]) / ev["warm"]["rss_kib"],
+            ev["end"]["fds"] - ev["warm"]["fds"], fmt_us(ev.get("median_us")))
     if r["id"] in ("verify_inprocess", "verify_signed"):
         return "%s receipts/s (%s)" % (ev["receipts_per_second"], fmt_us(ev.get("median_us")))
     return fmt_us(ev.get("median_us"))

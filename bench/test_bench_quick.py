@@ -28,8 +28,7 @@ def _bench_module():
     return mod
 ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot", "settle",
            "session", "turn", "verify_cli", "verify_inprocess", "sign_close", "verify_signed",
-           "log_append", "report_cli", "report_render",
-           "daemon_memory"]
+           "log_append", "report_cli", "report_render", "daemon_memory", "daemon_soak"]
 
 
 def test_quick_mode_json_shape_and_delivery(tmp_path):
@@ -69,6 +68,10 @@ def test_quick_mode_json_shape_and_delivery(tmp_path):
         # delivery/correctness, not speed: a wrong result is a failure here
         assert ev["check"]["ok"] is True, (row["id"], ev["check"])
         assert row["delivery_ok"] is True
+    # the soak's figures were read from the daemon's /proc entry, after the warm-up and the end
+    soak = next(r for r in doc["rows"] if r["id"] == "daemon_soak")["evident"]
+    assert soak["warm"]["fds"] > 0 and soak["end"]["rss_kib"] > 0, soak
+    assert soak["series"][0] == soak["warm"] and soak["series"][-1] == soak["end"]
     # the peers' side must always be measured (it does not depend on evident's code)
     for rid in ("display_create", "click", "type_ascii", "type_unicode", "screenshot"):
         row = next(r for r in doc["rows"] if r["id"] == rid)
