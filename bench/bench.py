@@ -1805,6 +1805,127 @@ def evident_soak(h, ev, n):
             "check": {"ok": ok, "detail": detail}}
 
 
+# --- browser create -> page ready (bench/evident_py.py --mode browser) -------------------------
+
+BROWSER_W, BROWSER_H = 800, 600  # the CSS viewport; the display is 40 px taller (docs/browsers.md)
+# The flags evident's browser workspace passes (docs/browsers.md, "What create does"), so the raw
+# start runs the same Chromium; the page goes on the command line (--app=), as a raw script would.
+CHROMIUM_FLAGS = ["--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-default-browser-check",
+                  "--password-store=basic", "--test-type", "--disable-gpu",
+                  "--disable-dev-shm-usage", "--disable-features=Translate",
+                  "--force-device-scale-factor=1", "--remote-debugging-port=0",
+                  "--window-position=0,0"]
+PAGE_PROBE = "location.href + ' ' + innerWidth + 'x' + innerHeight + ' ' + document.readyState"
+
+
+def browser_page(tmp):
+    """The page both sides load: a title, a heading and 50 paragraphs, as a local file."""
+    path = os.path.join(tmp, "bench-page.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("<!doctype html><title>bench</title><h1>bench</h1>" +
+                "".join("<p id=p%d>paragraph %d</p>" % (i, i) for i in range(50)))
+    return "file://" + path
+
+
+def raw_chromium_start(env, page_url, w, h, tmp, timeout=30.0):
+    """The Puppeteer/Playwright-style peer: spawn chromium with --remote-debugging-port=0 and the
+    page on the command line, read "DevTools listening on ws://..." from its stderr, open the
+    browser WebSocket (python3-websocket), attach to the page target, Page.enable, and check until
+    the page (not the tab's first about:blank) reports its URL, readyState "complete" and the
+    viewport, waiting for Page.loadEventFired between checks. Returns (ns, ok, what it saw);
+    Chromium is stopped and its profile removed outside the timed span."""
+    import websocket  # Debian: python3-websocket
+    profile = tempfile.mkdtemp(prefix="raw-chromium-", dir=tmp)
+    argv = ["chromium"] + (["--no-sandbox"] if os.geteuid() == 0 else []) + CHROMIUM_FLAGS + [
+        "--user-data-dir=" + profile, "--window-size=%d,%d" % (w, h), "--app=" + page_url]
+    want = "%s %dx%d complete" % (page_url, w, h)
+    t0 = now_ns()
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    ws, got = None, None
+    try:
+        deadline = time.monotonic() + timeout
+        ws_url, buf = None, b""
+        while ws_url is None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([p.stderr], [], [], left)[0]:
+                raise BenchError("chromium printed no DevTools line")
+            chunk = os.read(p.stderr.fileno(), 65536)
+            if not chunk:
+                raise BenchError("chromium exited during start")
+            buf += chunk
+            for line in buf.split(b"\n")[:-1]:
+                if line.startswith(b"DevTools listening on "):
+                    ws_url = line.split(b" ", 3)[3].decode().strip()
+        ws = websocket.create_connection(ws_url, suppress_origin=True, timeout=timeout)
+        ids, loads = [0], [0]
+
+        def recv():
+            m = json.loads(ws.recv())
+            if m.get("method") == "Page.loadEventFired":
+                loads[0] += 1
+            return m
+
+        def call(method, session=None, **params):
+            ids[0] += 1
+            msg = {"id": ids[0], "method": method, "params": params}
+            if session:
+                msg["sessionId"] = session
+            ws.send(json.dumps(msg))
+            while True:
+                m = recv()
+                if m.get("id") == ids[0]:
+                    return m.get("result", {})
+
+        target = next(t for t in call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        sid = call("Target.attachToTarget", targetId=target["targetId"], flatten=True)["sessionId"]
+        call("Page.enable", sid)
+        while True:
+            seen = loads[0]
+            got = call("Runtime.evaluate", sid, expression=PAGE_PROBE,
+                       returnByValue=True).get("result", {}).get("value")
+            if got == want or time.monotonic() > deadline:
+                break
+            while loads[0] == seen and time.monotonic() < deadline:
+                recv()
+        dt = now_ns() - t0
+    finally:
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                ws.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        p.stderr.close()
+        shutil.rmtree(profile, ignore_errors=True)
+    return dt, got == want, got
+
+
+def row_browser(h, ev, n):
+    doc, err = ev.inproc(h, "browser", n)
+    if doc is None:
+        return make_row("browser_create", "browser create -> page ready", "<= 1.2x raw chromium",
+                        [], unavailable("in-process: %s" % err), None, None)
+    raw = doc["raw"]
+    peers = [peer("chromium_remote_debugging", [us * 1000 for us in raw["samples_us"]],
+                  raw["check"]["ok"], raw["check"]["detail"])]
+    evr = evident_from_tool(doc, "evident in-process Display.browser(page, viewport=(%d, %d)), "
+                            "returns after the load event and the exact-viewport check"
+                            % (BROWSER_W, BROWSER_H))
+    evr.pop("tool", None)
+    evr["samples_us"] = doc["samples_us"]
+    return make_row(
+        "browser_create", "browser create -> page ready (same page, %dx%d viewport, same display)"
+        % (BROWSER_W, BROWSER_H), "<= 1.2x a raw chromium --remote-debugging-port start "
+        "(Puppeteer/Playwright style) measured in the same run", peers, evr,
+        "chromium_remote_debugging",
+        lambda e, p: (p is not None and p["median_us"] and
+                      e["median_us"] <= 1.2 * p["median_us"],
+                      ratio_permille(e["median_us"], p and p["median_us"]),
+                      "needs <= 1.2x the raw start"))
+
+
 # --- agent turn ---------------------------------------------------------------------------------
 
 DEMO_SCREENSHOT_DELAY_S = 2.0  # computer-use-demo tools/computer.py: _screenshot_delay
@@ -1869,8 +1990,8 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
         ("verify_inprocess", row_verify_inprocess), ("sign_close", row_sign_close),
         ("verify_signed", row_verify_signed), ("log_append", row_log_append),
         ("report_cli", row_report_cli),
-        ("report_render", row_report_render), ("daemon_memory", row_memory),
-        ("daemon_soak", row_soak)]
+        ("report_render", row_report_render), ("browser_create", row_browser),
+        ("daemon_memory", row_memory), ("daemon_soak", row_soak)]
 
 # Rounds (full runs only): each row runs ROUNDS times with its samples split between the rounds,
 # so evident and its peers alternate round by round and a load swing on this shared machine hits
@@ -1880,7 +2001,8 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
 ROUNDS, EXTRA_ROUNDS = 3, 2
 # log_append: one 10^6 synthesis, 100+100 appends; daemon_soak: one daemon's 1,000 sessions
 SINGLE_ROUND = {"daemon_memory", "log_append", "daemon_soak"}
-RATIO_JUDGED = {"display_create"}  # ordered by ratio to the peer; the others by evident's median
+# ordered by ratio to the peer; the others by evident's median
+RATIO_JUDGED = {"display_create", "browser_create"}
 
 RUNS = {  # (full, quick)
     "display_create": (20, 2), "click": (200, 5), "type_ascii": (30, 2), "type_unicode": (20, 2),
@@ -1888,6 +2010,7 @@ RUNS = {  # (full, quick)
     "verify_cli": (50, 3),
     "verify_inprocess": (1, 1), "sign_close": (1, 1), "verify_signed": (1, 1),
     "log_append": (2, 1), "report_cli": (20, 2), "report_render": (5, 1),
+    "browser_create": (9, 1),
     "daemon_memory": (1, 1), "daemon_soak": (1000, 20),
 }
 

@@ -1,10 +1,13 @@
 #!/usr/bin/python3
-"""evident's side of the display/click/type rows through the in-process engine (the `evident`
-Python package over `evident._core`), run by bench.py as a child process with PYTHONPATH set.
+"""evident's side of the display/click/type/turn/browser rows through the in-process engine (the
+`evident` Python package over `evident._core`), run by bench.py as a child process with PYTHONPATH
+set.
 
 Each mode times only the engine call and checks delivery itself (fixture-app event log for
-clicks, Tk/xterm read-back for typing), then prints one JSON object.
-usage: evident_py.py --mode display|warm|click|type|turn --runs N --tmp DIR [--text T] [--receiver tk|xterm]
+clicks, Tk/xterm read-back for typing), then prints one JSON object. The browser mode also runs
+the row's peer (bench.raw_chromium_start), interleaved with evident's starts on the same display.
+usage: evident_py.py --mode display|warm|click|type|turn|browser --runs N --tmp DIR [--text T]
+       [--receiver tk|xterm]
 """
 import argparse
 import json
@@ -249,9 +252,54 @@ def mode_turn(engine, args):
                           ("; " + "; ".join(problems[:3])) if problems else "")}}
 
 
+def mode_browser(engine, args):
+    """browser create -> page ready: evident's Display.browser against the raw peer
+    (bench.raw_chromium_start), interleaved sample by sample on one display of this engine (the
+    order alternates), the same page (a local file) and the same CSS viewport. Only the start is
+    timed; each side's Chromium is stopped and its profile removed outside the span."""
+    w, h = bench.BROWSER_W, bench.BROWSER_H
+    page_url = bench.browser_page(args.tmp)
+    want = "%s %dx%d complete" % (page_url, w, h)
+    raw, ours, raw_bad, our_bad, left_behind = [], [], [], [], []
+    with engine.create_display(width=w, height=h + 40) as d:
+        env = dict(os.environ, **d.env())
+        for i in range(args.runs):
+            for side in (("raw", "evident") if i % 2 == 0 else ("evident", "raw")):
+                if side == "raw":
+                    dt, ok, got = bench.raw_chromium_start(env, page_url, w, h, args.tmp)
+                    raw.append(dt)
+                    if not ok:
+                        raw_bad.append(got)
+                    continue
+                t0 = time.perf_counter_ns()
+                b = d.browser(page_url, viewport=(w, h))
+                ours.append(time.perf_counter_ns() - t0)
+                try:
+                    got = b.evaluate(bench.PAGE_PROBE)
+                    if got != want or b.viewport != (w, h):
+                        our_bad.append(got)
+                finally:
+                    b.close()
+                if os.path.exists(b.profile_dir):
+                    left_behind.append(b.profile_dir)
+    n = args.runs
+    return {"median_us": bench.median_us(ours), "runs": n,
+            "samples_us": [x // 1000 for x in ours],
+            "raw": {"median_us": bench.median_us(raw), "samples_us": [x // 1000 for x in raw],
+                    "check": {"ok": not raw_bad, "detail": "%d/%d starts reported %s%s" % (
+                        n - len(raw_bad), n, "the page, 'complete' and %dx%d" % (w, h),
+                        (" (got e.g. %r)" % raw_bad[0]) if raw_bad else "")}},
+            "check": {"ok": not our_bad and not left_behind,
+                      "detail": "%d/%d creates: the page reported its URL, 'complete' and %dx%d; "
+                      "%d/%d profiles removed at close%s" % (
+                          n - len(our_bad), n, w, h, n - len(left_behind), n,
+                          (" (got e.g. %r)" % our_bad[0]) if our_bad else "")}}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=("display", "warm", "click", "type", "turn"))
+    ap.add_argument("--mode", required=True,
+                    choices=("display", "warm", "click", "type", "turn", "browser"))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tmp", required=True)
     ap.add_argument("--text", default="")
@@ -263,7 +311,8 @@ def main():
     warm = [(bench.W, bench.H)] if args.mode == "warm" else None
     with evident.Engine(state_dir=state, warm=warm) as engine:
         out = {"display": mode_display, "warm": mode_warm, "click": mode_click,
-               "type": mode_type, "turn": mode_turn}[args.mode](engine, args)
+               "type": mode_type, "turn": mode_turn,
+               "browser": mode_browser}[args.mode](engine, args)
     out["ok"] = True
     print(json.dumps(out))
 

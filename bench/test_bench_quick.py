@@ -28,7 +28,8 @@ def _bench_module():
     return mod
 ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot", "settle",
            "session", "turn", "verify_cli", "verify_inprocess", "sign_close", "verify_signed",
-           "log_append", "report_cli", "report_render", "daemon_memory", "daemon_soak"]
+           "log_append", "report_cli", "report_render", "browser_create", "daemon_memory",
+           "daemon_soak"]
 
 
 def test_quick_mode_json_shape_and_delivery(tmp_path):
@@ -73,7 +74,8 @@ def test_quick_mode_json_shape_and_delivery(tmp_path):
     assert soak["warm"]["fds"] > 0 and soak["end"]["rss_kib"] > 0, soak
     assert soak["series"][0] == soak["warm"] and soak["series"][-1] == soak["end"]
     # the peers' side must always be measured (it does not depend on evident's code)
-    for rid in ("display_create", "click", "type_ascii", "type_unicode", "screenshot"):
+    for rid in ("display_create", "click", "type_ascii", "type_unicode", "screenshot",
+                "browser_create"):
         row = next(r for r in doc["rows"] if r["id"] == rid)
         assert row["peers"], rid
     # the table is printed too
