@@ -1926,6 +1926,28 @@ def row_browser(h, ev, n):
                       "needs <= 1.2x the raw start"))
 
 
+# --- accessibility tree of a GTK window with 100 widgets (bench/evident_py.py --mode ax) ---------
+
+AX_WIDGETS = 100  # labelled check buttons in fixtures/gtk/ax_app.py --widgets
+
+
+def row_ax(h, ev, n):
+    doc, err = ev.inproc(h, "ax", n, "--widgets", str(AX_WIDGETS))
+    evr = evident_from_tool(doc, "evident in-process Display.accessibility(app) of the GTK 3 "
+                            "fixture (fixtures/gtk/ax_app.py --widgets %d), the tree as "
+                            "evident.AxTree" % AX_WIDGETS) if doc is not None \
+        else unavailable("in-process: %s" % err)
+    evr.pop("tool", None)
+    if doc is not None:
+        for k in ("samples_us", "first_read_us", "engine_elapsed_median_us", "node_count",
+                  "cpu_ms_per_read"):
+            evr[k] = doc.get(k)
+    return make_row(
+        "ax_tree", "accessibility tree of a GTK 3 window with %d widgets (AT-SPI, the display's "
+        "own bus)" % AX_WIDGETS, "<= 50 ms", [], evr, None,
+        lambda e, p: (e["median_us"] <= 50000, None, "needs <= 50 ms"))
+
+
 # --- agent turn ---------------------------------------------------------------------------------
 
 DEMO_SCREENSHOT_DELAY_S = 2.0  # computer-use-demo tools/computer.py: _screenshot_delay
@@ -1991,7 +2013,7 @@ ROWS = [("display_create", row_display), ("click", row_click), ("type_ascii", ro
         ("verify_signed", row_verify_signed), ("log_append", row_log_append),
         ("report_cli", row_report_cli),
         ("report_render", row_report_render), ("browser_create", row_browser),
-        ("daemon_memory", row_memory), ("daemon_soak", row_soak)]
+        ("ax_tree", row_ax), ("daemon_memory", row_memory), ("daemon_soak", row_soak)]
 
 # Rounds (full runs only): each row runs ROUNDS times with its samples split between the rounds,
 # so evident and its peers alternate round by round and a load swing on this shared machine hits
@@ -2010,7 +2032,7 @@ RUNS = {  # (full, quick)
     "verify_cli": (50, 3),
     "verify_inprocess": (1, 1), "sign_close": (1, 1), "verify_signed": (1, 1),
     "log_append": (2, 1), "report_cli": (20, 2), "report_render": (5, 1),
-    "browser_create": (9, 1),
+    "browser_create": (9, 1), "ax_tree": (30, 3),
     "daemon_memory": (1, 1), "daemon_soak": (1000, 20),
 }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/python3
-"""evident's side of the display/click/type/turn/browser rows through the in-process engine (the
+"""evident's side of the display/click/type/turn/browser/ax rows through the in-process engine (the
 `evident` Python package over `evident._core`), run by bench.py as a child process with PYTHONPATH
 set.
 
 Each mode times only the engine call and checks delivery itself (fixture-app event log for
 clicks, Tk/xterm read-back for typing), then prints one JSON object. The browser mode also runs
 the row's peer (bench.raw_chromium_start), interleaved with evident's starts on the same display.
-usage: evident_py.py --mode display|warm|click|type|turn|browser --runs N --tmp DIR [--text T]
-       [--receiver tk|xterm]
+usage: evident_py.py --mode display|warm|click|type|turn|browser|ax --runs N --tmp DIR [--text T]
+       [--receiver tk|xterm] [--widgets N]
 """
 import argparse
 import json
@@ -296,14 +296,118 @@ def mode_browser(engine, args):
                           (" (got e.g. %r)" % our_bad[0]) if our_bad else "")}}
 
 
+def cpu_ms(pid):
+    """user + system CPU time of a process so far (ms), from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid, encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_ms():
+    t = os.times()
+    return (t.user + t.system) * 1000.0
+
+
+def child_pids(comms):
+    """{comm: [pid, ...]} of this process's children with those command names."""
+    out = {c: [] for c in comms}
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        if comm in out and stat.rsplit(")", 1)[1].split()[1] == me:
+            out[comm].append(int(entry))
+    return out
+
+
+def mode_ax(engine, args):
+    """The accessibility tree of the GTK 3 fixture with --widgets N labelled check buttons, on a
+    display with its own accessibility stack. Each sample is one Display.accessibility(app) call
+    (the engine's read plus the Python AxTree); the first read after the window appeared (the
+    toolkit makes its accessible objects on demand) is reported apart as first_read_us. Every read
+    must hold each "item i" check box exactly once, with screen bounds inside the display."""
+    import evident
+    w, h = 800, 600
+    log_path = os.path.join(args.tmp, "ax-app.jsonl")
+    fixture = os.path.join(bench.ROOT, "fixtures", "gtk", "ax_app.py")
+    want = {"item %d" % i for i in range(args.widgets)}
+    samples, engine_us, bad, counts = [], [], [], []
+    with engine.create_display(width=w, height=h, accessibility=True) as d:
+        app = d.launch(["/usr/bin/python3", fixture, "--log", log_path, "--widgets",
+                        str(args.widgets)], wait_window_ms=30000)
+
+        def ready():
+            try:
+                with open(log_path, encoding="utf-8") as f:
+                    return any(json.loads(line).get("event") == "ready" for line in f
+                               if line.strip())
+            except FileNotFoundError:
+                return False
+        bench.wait_until(ready, 30, "the GTK fixture's ready line")
+
+        def first():
+            try:
+                return d.accessibility(app)
+            except evident.AccessibilityError as e:
+                if e.code == "accessibility-app-not-found":  # retryable: not registered yet
+                    return None
+                raise
+        t0 = time.perf_counter_ns()
+        bench.wait_until(first, 30, "the app on the accessibility bus", poll=0.05)
+        first_read = time.perf_counter_ns() - t0
+
+        def check(tree):
+            boxes = [n for n in tree.nodes if n.role == "check box" and n.name in want]
+            names = [n.name for n in boxes]
+            inside = all(n.bounds is not None and 0 <= n.bounds[0] and 0 <= n.bounds[1] and
+                         n.bounds[0] + n.bounds[2] <= w and n.bounds[1] + n.bounds[3] <= h
+                         for n in boxes)
+            counts.append(len(tree))
+            if sorted(names) != sorted(want) or not inside or tree.truncated:
+                bad.append("%d/%d item check boxes (%d distinct), inside %s, truncated %s" % (
+                    len(boxes), len(want), len(set(names)), inside, tree.truncated))
+        # CPU spent per read by each process taking part (the reads are the only work here):
+        # the app answering, this process (engine + Python), the display's buses and Xvfb.
+        helpers = child_pids(("dbus-daemon", "at-spi2-registr", "Xvfb"))
+        cpu0 = {"app": cpu_ms(app.pid), "engine_process": own_cpu_ms(),
+                **{k: sum(cpu_ms(p) for p in ps) for k, ps in helpers.items()}}
+        for _ in range(args.runs):
+            t0 = time.perf_counter_ns()
+            tree = d.accessibility(app)
+            samples.append(time.perf_counter_ns() - t0)
+            engine_us.append(tree.elapsed_us * 1000)
+            check(tree)
+        cpu1 = {"app": cpu_ms(app.pid), "engine_process": own_cpu_ms(),
+                **{k: sum(cpu_ms(p) for p in ps) for k, ps in helpers.items()}}
+        app.stop()
+    return {"median_us": bench.median_us(samples), "runs": args.runs,
+            "samples_us": [x // 1000 for x in samples], "first_read_us": first_read // 1000,
+            "engine_elapsed_median_us": bench.median_us(engine_us),
+            "node_count": counts[0] if counts else None,
+            "cpu_ms_per_read": {k: "%.1f" % ((cpu1[k] - cpu0[k]) / max(1, args.runs))
+                                for k in cpu0},
+            "check": {"ok": not bad and len(samples) == args.runs,
+                      "detail": "%d/%d reads held all %d 'item i' check boxes once, with bounds "
+                      "on screen; %s nodes per tree%s" % (
+                          args.runs - len(bad), args.runs, len(want),
+                          counts[0] if counts else "no", ("; " + bad[0]) if bad else "")}}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", required=True,
-                    choices=("display", "warm", "click", "type", "turn", "browser"))
+                    choices=("display", "warm", "click", "type", "turn", "browser", "ax"))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tmp", required=True)
     ap.add_argument("--text", default="")
     ap.add_argument("--receiver", default="tk", choices=("tk", "xterm"))
+    ap.add_argument("--widgets", type=int, default=100)
     ap.add_argument("--build", action="append", default=[])
     args = ap.parse_args()
     import evident
@@ -311,8 +415,8 @@ def main():
     warm = [(bench.W, bench.H)] if args.mode == "warm" else None
     with evident.Engine(state_dir=state, warm=warm) as engine:
         out = {"display": mode_display, "warm": mode_warm, "click": mode_click,
-               "type": mode_type, "turn": mode_turn,
-               "browser": mode_browser}[args.mode](engine, args)
+               "type": mode_type, "turn": mode_turn, "browser": mode_browser,
+               "ax": mode_ax}[args.mode](engine, args)
     out["ok"] = True
     print(json.dumps(out))
 

@@ -28,8 +28,8 @@ def _bench_module():
     return mod
 ROW_IDS = ["display_create", "click", "type_ascii", "type_unicode", "screenshot", "settle",
            "session", "turn", "verify_cli", "verify_inprocess", "sign_close", "verify_signed",
-           "log_append", "report_cli", "report_render", "browser_create", "daemon_memory",
-           "daemon_soak"]
+           "log_append", "report_cli", "report_render", "browser_create", "ax_tree",
+           "daemon_memory", "daemon_soak"]
 
 
 def test_quick_mode_json_shape_and_delivery(tmp_path):
