@@ -236,6 +236,9 @@ Json SessionManager::dispatch(const Json& actor, const SessionRequest& req) {
     }
     c.r = it->second;
     Record& r = *c.r;
+    // Another thread (the reaper, or another request's scan) is expiring it right now: the answer
+    // is the expiry, never busy. end_session clears the flag and notifies; its cleanup is bounded.
+    cv_.wait(lock, [&] { return !r.expiring; });
     const Verdict v = verdict(req.op, r.phase);
     switch (v) {
       case Verdict::kNotAddressed:
@@ -421,6 +424,7 @@ void SessionManager::end_session(Record& r, Phase final_phase, const std::string
   if (!st) r.end_cleanup_error = error_fields(st.error());
   r.ended_mono = now_ms();
   r.busy = false;
+  r.expiring = false;
   cv_.notify_all();
 }
 
@@ -488,6 +492,16 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
   {
     std::unique_lock<std::mutex> lock(mu_);
     expire_due_locked(lock);
+    // A session or task of this display or attempt that the deadline scan is ending right now
+    // is gone once its (bounded) cleanup answers: wait for it rather than answer busy.
+    cv_.wait(lock, [&] {
+      for (const auto& [id, other] : records_) {
+        if (other->expiring && (other->display_id == req.display_id || other->attempt_id == req.attempt_id)) {
+          return false;
+        }
+      }
+      return true;
+    });
     if (stop_) return error_response(make_error(busy, "the engine is shutting down"));
     std::size_t live = 0;
     for (const auto& [id, other] : records_) {
@@ -905,6 +919,7 @@ std::size_t SessionManager::expire_due_locked(std::unique_lock<std::mutex>& lock
         continue;
       }
       r.busy = true;  // a live session past its deadline expires (below, without mu_)
+      r.expiring = true;
       due.push_back(it->second);
     } else if (!is_live(r.phase) && !r.busy) {
       ended.emplace_back(r.ended_mono, it->first);

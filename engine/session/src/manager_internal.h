@@ -63,6 +63,7 @@ struct SessionManager::Record {
   Json receipt = nullptr;
   std::string receipt_id;
   bool busy = true;          // a request (or cleanup) is running on it
+  bool expiring = false;     // busy because the deadline scan is ending it (end_session clears it)
   bool cleaned_up = false;   // cleanup() ran (it runs once)
   bool end_logged = false;   // the run-log entry of the ending is written (close's seal writes it)
   std::string end_reason;

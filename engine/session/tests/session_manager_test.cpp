@@ -2,6 +2,8 @@
 // sequences, actor binding, limits, deadlines and fail-closed endings, without X or waiting.
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -473,6 +475,39 @@ TEST_F(SessionTest, WaitEndedWakesOnExpiryAndTimesOutOtherwise) {
   EXPECT_FALSE(world_.locked[1]);
   EXPECT_EQ(world_.leases_open, 0);
   EXPECT_TRUE(mgr_->wait_ended(sid, 0));  // already ended: no wait at all
+}
+
+// A request that arrives while another thread (the reaper) is expiring its session answers
+// the expiry, not session-busy, and a begin on the same display waits for the expiry's cleanup
+// instead of finding the display still held (CI saw task-busy for a turn past its deadline).
+// The expirer is held inside the session's cleanup until the request has been waiting 200 ms;
+// before the fix the request answered session-busy at once.
+TEST_F(SessionTest, ARequestDuringAnExpiryAnswersTheExpiryNotBusy) {
+  std::string sid = to_phase("stage");
+  std::promise<void> in_cleanup;
+  std::promise<void> go;
+  std::shared_future<void> go_f = go.get_future().share();
+  std::atomic<bool> first{true};
+  world_.on_release = [&] {
+    if (first.exchange(false)) {
+      in_cleanup.set_value();
+      go_f.wait();
+    }
+  };
+  clock_.advance_ms(180000);
+  std::thread expirer([&] { EXPECT_EQ(mgr_->expire_due(), 1u); });
+  in_cleanup.get_future().wait();  // the expirer holds the session, inside its cleanup
+  auto answer = std::async(std::launch::async, [&] { return clicks(sid, 0, 1); });
+  auto rebegin = std::async(std::launch::async, [&] { return begin(1, "attempt-2"); });
+  EXPECT_EQ(answer.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
+      << "the request answered while the expiry was still running";
+  go.set_value();
+  expirer.join();
+  EXPECT_EQ(code(answer.get()), "session-expired");
+  Json b = rebegin.get();
+  EXPECT_EQ(code(b), "ok") << b.dump();
+  EXPECT_EQ(world_.executed, 0);
+  world_.on_release = nullptr;  // it refers to this test's locals
 }
 
 TEST_F(SessionTest, ExpiryAppliesWithoutTheReaperOnTheNextCall) {
