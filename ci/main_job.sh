@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a real session end to end, driven through the `evident` CLI.
 # Starts a daemon on a private socket, creates an owned display, launches the fixture app, then
-# runs one session: click the text field, type the trigger phrase (the window turns green),
+# runs one recorded session (its video bound in the receipt): click the text field, type the trigger phrase (the window turns green),
 # freeze, observe, check the observed PNG's pixel with Pillow, finish with a claim about the
 # colour, close. Verifies the receipt with `evident verify --frames` and the independent Python
 # verifier, writes `evident report` (HTML and Markdown; the Markdown is appended to
@@ -105,7 +105,7 @@ wait_app_event ready   # a mapped window is not yet an app that has drawn and ta
 JOB_SHA="$(printf 'evident main job: type the trigger phrase, expect green' | sha256sum | cut -d' ' -f1)"
 
 echo "== session: begin"
-S="$(session "{\"op\":\"begin\",\"display_id\":$ID,\"generation\":\"$GEN\",\"app_id\":\"$APP_ID\",\"attempt_id\":\"main-job-1\",\"job_sha256\":\"$JOB_SHA\"}")"
+S="$(session "{\"op\":\"begin\",\"display_id\":$ID,\"generation\":\"$GEN\",\"app_id\":\"$APP_ID\",\"attempt_id\":\"main-job-1\",\"job_sha256\":\"$JOB_SHA\",\"record_video\":true}")"
 SID="$(printf '%s' "$S" | field session_id)"
 EVIDENCE="$(printf '%s' "$S" | field evidence_dir)"
 echo "session $SID"
@@ -168,6 +168,7 @@ echo "== evident report (HTML for people, Markdown for the CI step summary)"
 "$EVIDENT" report "$EVIDENCE" --key "$KEY" --format markdown
 grep -q 'class="verdict ok"' "$EVIDENCE/report.html" || { echo "main_job: report.html is not verified" >&2; exit 1; }
 grep -q 'data-signature="authenticated"' "$EVIDENCE/report.html" || { echo "main_job: report.html is not authenticated" >&2; exit 1; }
+grep -q '<video id="video"' "$EVIDENCE/report.html" || { echo "main_job: report.html shows no verified video" >&2; exit 1; }
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   cat "$EVIDENCE/report.md" >> "$GITHUB_STEP_SUMMARY"
 fi
@@ -177,5 +178,6 @@ echo "evidence directory: $EVIDENCE"
 echo "receipt:            $RECEIPT"
 echo "signed envelope:    $EVIDENCE/receipt.dsse.json (key $KEY)"
 echo "report:             $EVIDENCE/report.html"
+echo "video:              $EVIDENCE/video.webm (bound in the receipt; linked from the report)"
 echo "observed frame:     $OBS_PNG"
 echo "main_job: PASS"

@@ -23,7 +23,7 @@ import verify as pyverify  # noqa: E402
 
 NAMES = ("zero-actions", "three-actions", "sixty-four-actions",
          "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
-         "v3-app-exit-settle", "v3-app-exit-observe")
+         "v3-app-exit-settle", "v3-app-exit-observe", "v3-video")
 
 
 def main() -> int:

@@ -17,7 +17,11 @@ receipts/vectors/commitments.json; the v2 goldens and digests.json are left as t
 
 With --v3-exit it writes only the two app_exit/settle goldens (receipts/golden/v3-app-exit-*).
 
-Usage: /usr/bin/python3 receipts/golden/make_golden.py [--v3 | --v3-exit]
+With --v3-video it writes only the golden of a recorded session (receipts/golden/v3-video: a real
+one-second VP8 WebM made by ffmpeg's test source, frames/video.webm, bound as the receipt's one
+artifact; its digest by hashlib and sha256sum).
+
+Usage: /usr/bin/python3 receipts/golden/make_golden.py [--v3 | --v3-exit | --v3-video]
 """
 from __future__ import annotations
 
@@ -171,6 +175,18 @@ def build(g: Golden, spec: dict) -> None:
     }
     if app_exit:
         inp["app_exit"] = app_exit
+    artifacts = None
+    if spec.get("video"):  # v3: the session's video, bound as its one artifact
+        assert v3
+        video = spec["video"]
+        with open(os.path.join(g.frames_dir, "video.webm"), "wb") as f:
+            f.write(video["bytes"])
+        vsha = sha256sum(video["bytes"])
+        assert vsha == hashlib.sha256(video["bytes"]).hexdigest()
+        artifacts = [{"kind": "video", "name": "video.webm", "media_type": "video/webm",
+                      "sha256": vsha, "byte_length": len(video["bytes"]), "fps": video["fps"],
+                      "start_offset_ms": video["start_offset_ms"]}]
+        inp["artifacts"] = artifacts
 
     # Projections (secrets removed) and the claims digest.
     projections = [pyverify.project_action(a["action"]) for a in actions]
@@ -242,6 +258,8 @@ def build(g: Golden, spec: dict) -> None:
         "claims": inp["claims"],
         "claims_sha256": claims_sha,
     }
+    if artifacts:
+        receipt["artifacts"] = artifacts
     (receipt_sha,) = digests([(pyverify.DOMAIN_RECEIPT, receipt)])
     receipt["receipt_id"] = "ecr-" + receipt_sha
 
@@ -278,6 +296,8 @@ def main() -> int:
         return main_v3()
     if "--v3-exit" in sys.argv[1:]:
         return main_v3_exit()
+    if "--v3-video" in sys.argv[1:]:
+        return main_v3_video()
     zero = Golden("zero-actions", 48, 32)
     build(zero, {
         "session_id": hexid("ses-", "zero"), "binding": binding("zero", 7),
@@ -449,6 +469,29 @@ def main_v3_exit() -> int:
         "app_exit": {"after_freeze": True, "exit_status": None},
         "pre_observation_sha256": hexid("", "v3exitobs-pre", 64),
         "claims": {"exited": True}})
+    return 0
+
+
+def main_v3_video() -> int:
+    """The receipt v3 golden of a session begun with record_video: two actions with settle and
+    the video bound as the receipt's artifact."""
+    webm = subprocess.run(
+        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi",
+         "-i", "testsrc=size=64x40:rate=10:duration=1", "-c:v", "libvpx", "-b:v", "100k",
+         "-fflags", "+bitexact", "-flags:v", "+bitexact", "-f", "webm", "-"],
+        capture_output=True, check=True).stdout
+    assert webm[:4] == b"\x1a\x45\xdf\xa3", "not an EBML (WebM) file"
+    g = Golden("v3-video", 64, 40)
+    build(g, {
+        "v3": True, "session_id": hexid("ses-", "v3video"), "binding": binding("v3video", 23),
+        "actor": {"kind": "local_user", "uid": 1000}, "started_wall_ms": 1796083400789,
+        "stage_ms": 640, "actions": [
+            ({"type": "click", "x": 20, "y": 15}, "injected", True, True),
+            ({"type": "type", "text": "zoë 42"}, "injected", True, True),
+        ], "settle": {0: "settled", 1: "settled"},
+        "video": {"bytes": webm, "fps": 10, "start_offset_ms": 412},
+        "pre_observation_sha256": hexid("", "v3video-pre", 64),
+        "claims": {"recorded": True}})
     return 0
 
 

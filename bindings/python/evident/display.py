@@ -163,11 +163,13 @@ class Display(ActionHelpers, WindowHelpers):
 
     # -- sessions ---------------------------------------------------------------------------
     def session(self, app: Union[App, str], *, attempt_id: Optional[str] = None,
-                job_sha256: Optional[str] = None, app_exit: Optional[str] = None) -> Session:
+                job_sha256: Optional[str] = None, app_exit: Optional[str] = None,
+                record_video: bool = False) -> Session:
         """Begins a session on this display bound to ``app`` (see :class:`evident.Session`);
-        ``app_exit="record"``: the app's exit is an event, not the end of the session."""
+        ``app_exit="record"``: the app's exit is an event, not the end of the session;
+        ``record_video=True``: the session's video is recorded and bound in its receipt."""
         return Session.begin(self.engine, self, app, attempt_id=attempt_id,
-                             job_sha256=job_sha256, app_exit=app_exit)
+                             job_sha256=job_sha256, app_exit=app_exit, record_video=record_video)
 
     def __repr__(self) -> str:
         return (f"<evident.Display {self.name} {self.width}x{self.height} "

@@ -34,7 +34,7 @@ from .verify import ReceiptFormatError, _timestamp_ms, domain_digest, jcs, parse
 
 __all__ = ["KeyUsageError", "TrustedKey", "SigningKey", "load_trusted_keys", "load_public_key",
            "load_signing_key", "key_id_of", "pae", "b64decode_strict", "sign_statement",
-           "envelope_bytes", "open_envelope", "verify_receipt_envelope", "receipt_frame_digests",
+           "envelope_bytes", "open_envelope", "verify_receipt_envelope", "receipt_frame_digests", "receipt_subjects",
            "ENVELOPE_CHECKS", "PAYLOAD_TYPE", "STATEMENT_TYPE", "SESSION_PREDICATE_TYPE",
            "TASK_PREDICATE_TYPE", "predicate_type_for"]
 
@@ -345,6 +345,19 @@ def receipt_frame_digests(receipt: Any) -> List[str]:
     return sorted(h for h in found if isinstance(h, str) and _HEX64.fullmatch(h))
 
 
+def receipt_subjects(receipt: Any, receipt_sha256: str) -> List[Tuple[str, str]]:
+    """Every subject a receipt's statement names, in order: receipt.json, the frames
+    (``<h>.png``, sorted), then the receipt's artifacts in their order (``video.webm``);
+    malformed artifacts are skipped (the receipt checks report them)."""
+    out = [("receipt.json", receipt_sha256)] + [(h + ".png", h) for h in receipt_frame_digests(receipt)]
+    arts = receipt.get("artifacts") if isinstance(receipt, dict) else None
+    for a in arts if isinstance(arts, list) else []:
+        if isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("sha256"), str) \
+                and _HEX64.fullmatch(a["sha256"]):
+            out.append((a["name"], a["sha256"]))
+    return out
+
+
 def _log_entry_problem(e: Any) -> str:
     """docs/receipts.md §9: the shape of one run-log entry ("" when well-formed)."""
     if not isinstance(e, dict):
@@ -493,8 +506,7 @@ def verify_receipt_envelope(receipt_bytes: bytes, receipt: Any, envelope_path: s
 
     # subjects: receipt.json (the exact bytes), then exactly the receipt's frames, sorted
     subj = st.get("subject")
-    want = [("receipt.json", hashlib.sha256(receipt_bytes).hexdigest())] + [
-        (h + ".png", h) for h in receipt_frame_digests(receipt)]
+    want = receipt_subjects(receipt, hashlib.sha256(receipt_bytes).hexdigest())
     problem = ""
     if not isinstance(subj, list) or not subj:
         problem = "the statement has no subjects"

@@ -97,6 +97,9 @@ def _add_evidence_options(group: "pytest.OptionGroup") -> None:
                     choices=("on-failure", "always", "never"),
                     help="copy the stdout/stderr of apps launched by evident_app into the "
                          "test's evidence dir (0600) on failure (default), always or never")
+    group.addoption("--evident-video", action="store_true", default=False,
+                    help="record a video of every session begun through evident_evidence "
+                         "(video.webm, bound in its receipt; needs ffmpeg)")
     group.addoption("--evident-record-actions", action="store_true", default=False,
                     help="keep a frame of every evident_actions batch in the test's evidence "
                          "(listed in timeline.json), so tests without sessions have evidence too")
@@ -154,9 +157,10 @@ class Recorder:
     * ``verify(session)``: verifies a receipt with every available verifier and records the result.
     """
 
-    def __init__(self, nodeid: str, path: Path) -> None:
+    def __init__(self, nodeid: str, path: Path, video: bool = False) -> None:
         self.nodeid = nodeid
         self.dir = path
+        self.video = video  # --evident-video: sessions record video.webm
         self.frames: List[Path] = []
         self.receipts: List[Path] = []
         self.sessions: List[Session] = []
@@ -207,8 +211,11 @@ class Recorder:
         return path
 
     def session(self, app: "App | str", display: Optional[Display] = None, *,
-                attempt_id: Optional[str] = None, job_sha256: Optional[str] = None) -> Session:
-        """Begins a recorded session on ``display`` (default: the app's display)."""
+                attempt_id: Optional[str] = None, job_sha256: Optional[str] = None,
+                record_video: Optional[bool] = None) -> Session:
+        """Begins a recorded session on ``display`` (default: the app's display); its video is
+        recorded when ``record_video`` is true, or when it is None and ``--evident-video`` was
+        given."""
         if display is None:
             owner = app.display if isinstance(app, App) else None
             if not isinstance(owner, Display):
@@ -217,8 +224,9 @@ class Recorder:
         self.watch(display)
         job = job_sha256 or hashlib.sha256(f"pytest:{self.nodeid}".encode()).hexdigest()
         attempt = attempt_id or f"{sanitize_node_id(self.nodeid)[:200]}-{len(self.sessions)}"
+        video = self.video if record_video is None else record_video
         s = _RecordedSession.begin(display.engine, display, app, attempt_id=attempt,
-                                   job_sha256=job)
+                                   job_sha256=job, record_video=video)
         s.recorder = self
         s.on_close.append(self._collect)
         self.sessions.append(s)
@@ -450,7 +458,7 @@ def _recorder_for(item: pytest.Item) -> Recorder:
         path = root / sanitize_node_id(item.nodeid)
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)  # a previous run of this same test
-        rec = Recorder(item.nodeid, path)
+        rec = Recorder(item.nodeid, path, video=bool(item.config.getoption("evident_video")))
         item.stash[_RECORDER_KEY] = rec
     return rec
 

@@ -65,13 +65,16 @@ class Session:
     @classmethod
     def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[AppRef, str], *,
               attempt_id: Optional[str] = None, job_sha256: Optional[str] = None,
-              app_exit: Optional[str] = None) -> _S:
+              app_exit: Optional[str] = None, record_video: bool = False) -> _S:
         """``begin``: takes the display's exclusive lock and captures the initial frame.
 
         ``attempt_id`` defaults to a random ``att-<hex>``; ``job_sha256`` to the SHA-256 of the
         attempt id (pass your own digest of what the job was). ``app_exit="record"`` makes the
         app's exit an ``app_exit`` event of the receipt instead of the end of the session (a
         dialog whose OK closes it still gets a receipt; :attr:`app_exit` then holds it).
+        ``record_video=True`` records the display from begin to finish as ``video.webm`` in the
+        evidence dir (ffmpeg x11grab, WebM), bound in the receipt as its artifact
+        (docs/evidence.md "Video"); ``video-unavailable`` without ffmpeg.
         """
         app_id = app if isinstance(app, str) else app.app_id
         attempt = attempt_id or f"att-{secrets.token_hex(8)}"
@@ -80,6 +83,8 @@ class Session:
                    "app_id": app_id, "attempt_id": attempt, "job_sha256": job}
         if app_exit is not None:
             request["app_exit"] = app_exit
+        if record_video:
+            request["record_video"] = True
         snapshot = cls._send(engine, request)
         return cls(engine, snapshot, display)
 

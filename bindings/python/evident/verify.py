@@ -79,6 +79,12 @@ TOP_LEVEL_KEYS = frozenset({
     "post_observation_input_event_count", "transcript", "stage_transcript_sha256",
     "transcript_sha256", "pre_observation_sha256", "observation", "claims", "claims_sha256",
     "receipt_id"})
+# Receipt v3 may bind files besides the frames (docs/receipts.md §14): today one, the session's
+# video. VIDEO_MAX_BYTES is protocol/evident.json's video_max_bytes (checked equal by a test).
+ARTIFACT_KEYS = frozenset({"kind", "name", "media_type", "sha256", "byte_length", "fps",
+                           "start_offset_ms"})
+VIDEO_ARTIFACT = {"kind": "video", "name": "video.webm", "media_type": "video/webm"}
+VIDEO_MAX_BYTES = 268435456
 EVENT_KEYS = {
     "initial_frame": frozenset({"index", "kind", "frame_sha256"}),
     "action": frozenset({"index", "kind", "action", "projection_sha256", "status", "input",
@@ -422,14 +428,63 @@ def _tail_problem(r: Dict[str, Any], claims_key: str, id_prefix: str) -> Optiona
     return None
 
 
+def _artifacts_problem(a: Any, elapsed_ms: Any) -> Optional[str]:
+    """The shape of a v3 receipt's ``artifacts``: exactly one entry, the session's video."""
+    if not (isinstance(a, list) and len(a) == 1):
+        return "artifacts is not an array of 1 entry"
+    v = a[0]
+    if not _exact_keys(v, ARTIFACT_KEYS):
+        return ("artifact 0 does not have exactly kind, name, media_type, sha256, byte_length, "
+                "fps, start_offset_ms")
+    if any(not isinstance(v[k], str) or v[k] != want for k, want in VIDEO_ARTIFACT.items()):
+        return "artifact 0 is not the video (kind video, name video.webm, media_type video/webm)"
+    if not _hex64(v["sha256"]):
+        return "artifact 0 sha256 is not 64 lowercase hex"
+    if not (_int_min(v["byte_length"], 1) and v["byte_length"] < VIDEO_MAX_BYTES):
+        return "artifact 0 byte_length is not in 1..video_max_bytes-1"
+    if not (_int_min(v["fps"], 1) and v["fps"] <= 60):
+        return "artifact 0 fps is not in 1..60"
+    if not (_int_min(v["start_offset_ms"], 0) and _is_int(elapsed_ms)
+            and v["start_offset_ms"] <= elapsed_ms):
+        return "artifact 0 start_offset_ms is not in 0..elapsed_ms"
+    return None
+
+
+def _artifact_files_problem(frames_dir: str, artifacts: List[Dict[str, Any]]) -> Optional[str]:
+    """Each artifact is DIR/<name>, a regular file of byte_length bytes hashing to its sha256."""
+    for a in artifacts:
+        path = os.path.join(frames_dir, a["name"])
+        if os.path.islink(path) or not os.path.isfile(path):
+            return "missing artifact %s" % a["name"]
+        if os.path.getsize(path) != a["byte_length"]:
+            return "artifact %s byte_length differs" % a["name"]
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+        except OSError:
+            return "unreadable artifact %s" % a["name"]
+        if h.hexdigest() != a["sha256"]:
+            return "artifact %s does not hash to its sha256" % a["name"]
+    return None
+
+
 def _schema_problem(r: Any) -> Optional[str]:
     if not isinstance(r, dict):
         return "receipt is not a JSON object"
-    if set(r) != TOP_LEVEL_KEYS:
+    with_artifacts = "artifacts" in r
+    if set(r) != (TOP_LEVEL_KEYS | {"artifacts"} if with_artifacts else TOP_LEVEL_KEYS):
         return "receipt does not have exactly the top-level keys of a session receipt"
     if r["schema"] not in (SCHEMA_V3, SCHEMA_V2) or not isinstance(r["schema"], str):
         return 'schema is not "evident.session-receipt/v3" or "evident.session-receipt/v2"'
     v3 = r["schema"] == SCHEMA_V3
+    if with_artifacts:
+        if not v3:
+            return "artifacts need schema evident.session-receipt/v3"
+        p = _artifacts_problem(r["artifacts"], r["elapsed_ms"])
+        if p:
+            return p
     if not _prefixed(r["session_id"], "ses-", 32):
         return "session_id is not ses-<32 hex>"
     eng = r["engine"]
@@ -717,6 +772,10 @@ def verify_receipt(receipt: Any, *, frames_dir: Optional[str] = None,
         wanted = sorted({e["frame_sha256"] for e in t} | {obs})
         detail = _frames_problem(frames_dir, wanted, r["observation"])
         add("frames", detail is None, detail or "%d frames present and hashed" % len(wanted))
+        if "artifacts" in r:
+            detail = _artifact_files_problem(frames_dir, r["artifacts"])
+            add("artifacts", detail is None,
+                detail or "%d artifact present and hashed" % len(r["artifacts"]))
 
     if png_path:
         h = _file_sha256(png_path)

@@ -119,8 +119,9 @@ class HeadlessChromium:
                 and e.get("method") in ("Log.entryAdded", "Runtime.consoleAPICalled",
                                         "Runtime.exceptionThrown")]
 
-    def evaluate(self, session: str, expression: str) -> Any:
-        r = self.call("Runtime.evaluate", session, expression=expression, returnByValue=True)
+    def evaluate(self, session: str, expression: str, await_promise: bool = False) -> Any:
+        r = self.call("Runtime.evaluate", session, expression=expression, returnByValue=True,
+                      awaitPromise=await_promise)
         if r.get("exceptionDetails"):
             raise RuntimeError(f"page exception: {r['exceptionDetails']}")
         return r["result"].get("value")

@@ -2,7 +2,8 @@
 evident_* properties in pytest's own JUnit XML (failing and passing tests), report.html per
 failing test (and per test with --evident-report=always) named in the failure section, the
 apps' stdout/stderr copied into the evidence (0600), timeline.json listing the frames in order,
-and --evident-record-actions keeping evidence for tests that only use evident_actions."""
+--evident-record-actions keeping evidence for tests that only use evident_actions, and
+--evident-video recording every session's video, bound in its receipt."""
 import hashlib
 import json
 import re
@@ -112,6 +113,20 @@ def test_always_writes_reports_app_output_and_an_ordered_timeline(pytester):
         assert hashlib.sha256((evidence / f["path"]).read_bytes()).hexdigest() == f["sha256"]
     assert timeline["reports"] == ["session-0/report.html"]
     assert timeline["app_outputs"] == ["app-0-output.log"]
+
+
+def test_evident_video_records_every_session_and_its_receipt_binds_it(pytester):
+    pytester.makepyfile(test_sessions=SESSION_TESTS)
+    result = run(pytester, "-k", "test_pass", "--evident-video", "--evident-report=always",
+                 "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1)
+    evidence = Path(props(pytester.path / "junit.xml")["test_pass"]["evident_dir"])
+    session = evidence / "session-0"
+    receipt = json.loads((session / "receipt.json").read_text())
+    (art,) = receipt["artifacts"]
+    video = (session / "video.webm").read_bytes()
+    assert art["name"] == "video.webm" and art["sha256"] == hashlib.sha256(video).hexdigest()
+    assert 'id="video"' in (session / "report.html").read_text()
 
 
 def test_record_actions_keeps_evidence_of_actions_only_tests(pytester):

@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -23,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 VERIFY_PY = os.path.join(ROOT, "bindings", "python", "evident", "verify.py")
 GOLDEN = os.path.join(ROOT, "receipts", "golden")
 V3_NAMES = ["v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
-            "v3-app-exit-settle", "v3-app-exit-observe"]
+            "v3-app-exit-settle", "v3-app-exit-observe", "v3-video"]
 V2_NAMES = ["zero-actions", "three-actions", "sixty-four-actions", "real-tk-form"]
 
 
@@ -90,6 +91,7 @@ def test_protocol_tables_agree_with_the_standalone_verifier():
     assert V.CONSTANT_PROJECTION_ACTIONS == _protocol.CONSTANT_PROJECTION_KINDS
     assert V.COMMITTED_ACTIONS == _protocol.COMMITTED_ACTION_KINDS
     assert V.SETTLE_OUTCOMES == frozenset(_protocol.SETTLE_OUTCOMES)
+    assert V.VIDEO_MAX_BYTES == _protocol.LIMITS["video_max_bytes"]
 
 
 # ------------------------------------------------------------------------------ goldens
@@ -105,7 +107,7 @@ def test_v3_goldens_verify_and_commit_to_their_secrets(name):
     assert data == V.jcs(r) + b"\n"
     report = V.verify_receipt(r, frames_dir=os.path.join(d, "frames"))
     assert report["ok"], failed(report)
-    assert names(report) == V3_CHECKS
+    assert names(report) == V3_CHECKS + (["artifacts"] if "artifacts" in r else [])
     assert r["schema"] == "evident.session-receipt/v3" and r["engine"]["host_id"].startswith("hst-")
     inp = golden_input(name)
     events = [e for e in r["transcript"] if e["kind"] == "action"]
@@ -279,6 +281,86 @@ def exit_mutations():
     ]
 
 
+def artifact_mutations():
+    """Re-sealed changes of the v3-video golden's artifacts (docs/receipts.md §14) and the checks
+    that must fail without the frames dir; a forger can re-seal a consistent change, and then
+    only the files (--frames) or a signature catch it."""
+    def art(r):
+        return r["artifacts"][0]
+
+    def setter(key, value):
+        def fn(r):
+            art(r)[key] = value
+        return fn
+
+    def two(r):
+        r["artifacts"].append(dict(art(r)))
+
+    def empty(r):
+        r["artifacts"] = []
+
+    def extra_key(r):
+        art(r)["path"] = "/tmp/x"
+
+    def no_key(r):
+        del art(r)["fps"]
+
+    def past_elapsed(r):
+        art(r)["start_offset_ms"] = r["elapsed_ms"] + 1
+
+    def as_v2(r):
+        r["schema"] = "evident.session-receipt/v2"
+        del r["engine"]["host_id"]
+
+    def dropped(r):
+        del r["artifacts"]
+
+    return [
+        ("two artifacts", two, ["schema"]),
+        ("no artifact", empty, ["schema"]),
+        ("an image kind", setter("kind", "image"), ["schema"]),
+        ("a path for a name", setter("name", "../video.webm"), ["schema"]),
+        ("another media type", setter("media_type", "video/mp4"), ["schema"]),
+        ("an extra key", extra_key, ["schema"]),
+        ("fps missing", no_key, ["schema"]),
+        ("fps 0", setter("fps", 0), ["schema"]),
+        ("fps 61", setter("fps", 61), ["schema"]),
+        ("empty file", setter("byte_length", 0), ["schema"]),
+        ("at the size bound", setter("byte_length", V.VIDEO_MAX_BYTES), ["schema"]),
+        ("digest not hex", setter("sha256", "Z" * 64), ["schema"]),
+        ("negative offset", setter("start_offset_ms", -1), ["schema"]),
+        ("offset past elapsed", past_elapsed, ["schema"]),
+        ("artifacts under v2", as_v2, ["schema"]),
+        ("digest changed", setter("sha256", "0" * 64), []),  # --frames catches it (below)
+        ("offset changed", setter("start_offset_ms", 0), []),
+        ("artifacts dropped", dropped, []),  # only a signature stops it
+    ]
+
+
+@pytest.mark.parametrize("label,fn,want", artifact_mutations(), ids=[x[0] for x in artifact_mutations()])
+def test_artifact_checks_catch_resealed_mutations(label, fn, want):
+    d, _, r = golden("v3-video")
+    r = copy.deepcopy(r)
+    fn(r)
+    reseal(r)
+    assert failed(V.verify_receipt(r)) == want
+    if not want and "artifacts" in r and label == "digest changed":
+        assert failed(V.verify_receipt(r, frames_dir=os.path.join(d, "frames"))) == ["artifacts"]
+
+
+def test_the_video_file_is_checked_with_the_frames(tmp_path):
+    d, _, r = golden("v3-video")
+    frames = tmp_path / "frames"
+    shutil.copytree(os.path.join(d, "frames"), frames)
+    assert V.verify_receipt(r, frames_dir=str(frames))["ok"]
+    video = frames / "video.webm"
+    data = video.read_bytes()
+    video.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, one bit
+    assert failed(V.verify_receipt(r, frames_dir=str(frames))) == ["artifacts"]
+    video.unlink()
+    assert failed(V.verify_receipt(r, frames_dir=str(frames))) == ["artifacts"]
+
+
 @pytest.mark.parametrize("label,fn,want", exit_mutations(), ids=[x[0] for x in exit_mutations()])
 def test_app_exit_and_settle_checks_catch_resealed_mutations(label, fn, want):
     _, _, r = golden("v3-app-exit-settle")
@@ -304,7 +386,8 @@ def test_v3_json_schema_matches_the_schema_check():
     for name in V3_NAMES:
         validator.validate(golden(name)[2])
     for golden_name, cases in (("v3-sixty-four-actions", mutations()),
-                               ("v3-app-exit-settle", exit_mutations())):
+                               ("v3-app-exit-settle", exit_mutations()),
+                               ("v3-video", [m for m in artifact_mutations() if m[0] != "offset past elapsed"])):
         for label, fn, want in cases:
             _, _, r = golden(golden_name)
             r = copy.deepcopy(r)
@@ -440,6 +523,13 @@ def test_both_verifiers_agree_on_v3_goldens_and_resealed_mutations(tmp_path):
         p = tmp_path / ("x%d.json" % i)
         p.write_bytes(V.jcs(reseal(r)))
         jobs.append((str(p), []))
+    for i, (label, fn, _) in enumerate(artifact_mutations()):
+        _, _, r = golden("v3-video")
+        r = copy.deepcopy(r)
+        fn(r)
+        p = tmp_path / ("a%d.json" % i)
+        p.write_bytes(V.jcs(reseal(r)))
+        jobs.append((str(p), ["--frames", os.path.join(GOLDEN, "v3-video", "frames")]))
     for path, extra in jobs:
         (c_status, c_doc), (p_status, p_doc) = run_both(path, *extra)
         assert c_status == p_status, path

@@ -115,6 +115,27 @@ std::vector<std::string> receipt_frame_digests(const Json& receipt) {
   return {set.begin(), set.end()};
 }
 
+std::vector<std::pair<std::string, std::string>> receipt_subjects(const Json& receipt,
+                                                                  const std::string& receipt_sha256) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.emplace_back(std::string(kReceiptFileName), receipt_sha256);
+  for (const auto& h : receipt_frame_digests(receipt)) out.emplace_back(h + ".png", h);
+  if (!receipt.is_object()) return out;
+  auto a = receipt.find("artifacts");
+  if (a == receipt.end() || !a->is_array()) return out;
+  for (const auto& e : *a) {
+    if (!e.is_object()) continue;
+    auto name = e.find("name");
+    auto sha = e.find("sha256");
+    if (name == e.end() || sha == e.end() || !name->is_string() || !sha->is_string() ||
+        !is_lower_hex(sha->get_ref<const std::string&>(), 64)) {
+      continue;
+    }
+    out.emplace_back(name->get<std::string>(), sha->get<std::string>());
+  }
+  return out;
+}
+
 std::string_view predicate_type_for(const Json& receipt) {
   return is_task_receipt(receipt) ? kTaskReceiptPredicateType : kSessionPredicateType;
 }
@@ -122,10 +143,8 @@ std::string_view predicate_type_for(const Json& receipt) {
 Json make_receipt_statement(std::string_view receipt_file_bytes, const Json& receipt,
                             const Json& log) {
   Json subjects = Json::array();
-  subjects.push_back(Json{{"name", std::string(kReceiptFileName)},
-                          {"digest", {{"sha256", sha256_hex(receipt_file_bytes)}}}});
-  for (const auto& h : receipt_frame_digests(receipt)) {
-    subjects.push_back(Json{{"name", h + ".png"}, {"digest", {{"sha256", h}}}});
+  for (const auto& [name, sha] : receipt_subjects(receipt, sha256_hex(receipt_file_bytes))) {
+    subjects.push_back(Json{{"name", name}, {"digest", {{"sha256", sha}}}});
   }
   Json receipt_id = nullptr;
   if (receipt.is_object()) {

@@ -204,9 +204,8 @@ AuthResult verify_receipt_envelope(const std::string& receipt_bytes, const Json&
     if (subj == nullptr || !subj->is_array() || subj->empty()) {
       detail = "the statement has no subjects";
     } else {
-      std::vector<std::pair<std::string, std::string>> want;
-      want.emplace_back(std::string(kReceiptFileName), sha256_hex(receipt_bytes));
-      for (const auto& h : receipt_frame_digests(receipt)) want.emplace_back(h + ".png", h);
+      const std::vector<std::pair<std::string, std::string>> want =
+          receipt_subjects(receipt, sha256_hex(receipt_bytes));
       if (subj->size() != want.size()) {
         detail = "the statement names " + std::to_string(subj->size()) + " subjects; the receipt has " +
                  std::to_string(want.size()) + " (receipt.json and its frames)";

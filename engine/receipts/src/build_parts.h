@@ -35,6 +35,8 @@ Json binding_json(const ReceiptBinding& b, bool with_job);
 Json observation_json(const ObservationRecord& o);
 // {"name":"evident","version",("host_id")}.
 Json engine_json(const std::string& version, const std::string* host_id);
+// The receipt's "artifacts" entry of one bound file (docs/receipts.md §14).
+Json artifact_json(const ArtifactRecord& a);
 
 // verify_receipt() on a freshly built receipt: "receipt-invalid" naming the failed checks.
 Status self_check(const Json& receipt);

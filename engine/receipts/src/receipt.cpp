@@ -108,6 +108,16 @@ Json observation_json(const ObservationRecord& o) {
               {"height", o.height}};
 }
 
+Json artifact_json(const ArtifactRecord& a) {
+  return Json{{"kind", a.kind},
+              {"name", a.name},
+              {"media_type", a.media_type},
+              {"sha256", a.sha256},
+              {"byte_length", a.byte_length},
+              {"fps", a.fps},
+              {"start_offset_ms", a.start_offset_ms}};
+}
+
 Json engine_json(const std::string& version, const std::string* host_id) {
   Json out{{"name", "evident"}, {"version", version}};
   if (host_id != nullptr) out["host_id"] = *host_id;
@@ -204,6 +214,12 @@ Result<Json> build_receipt(const ReceiptInput& in) {
       {"claims", in.claims},
       {"claims_sha256", claims_sha},
   };
+  if (!in.artifacts.empty()) {
+    if (!v3) return make_error("receipt-invalid", "artifacts need receipt v3");
+    Json artifacts = Json::array();
+    for (const ArtifactRecord& a : in.artifacts) artifacts.push_back(artifact_json(a));
+    receipt["artifacts"] = std::move(artifacts);
+  }
   auto receipt_sha = domain_digest(kDomainReceipt, receipt);
   if (!receipt_sha.ok()) return receipt_sha.error();
   receipt["receipt_id"] = "ecr-" + *receipt_sha;

@@ -362,6 +362,43 @@ std::string frames_problem(const std::string& dir, const std::set<std::string>& 
   return "";
 }
 
+std::string artifacts_problem(const Json& a, const Json& elapsed_ms) {
+  // Today one kind, the session's video, at most once (docs/receipts.md §13).
+  if (!a.is_array() || a.empty() || a.size() > 1) return "artifacts is not an array of 1 entry";
+  const Json& v = a[0];
+  if (!has_exact_keys(v, {"kind", "name", "media_type", "sha256", "byte_length", "fps", "start_offset_ms"})) {
+    return "artifact 0 does not have exactly kind, name, media_type, sha256, byte_length, fps, start_offset_ms";
+  }
+  if (!str_eq(v["kind"], kArtifactKindVideo) || !str_eq(v["name"], kVideoFileName) ||
+      !str_eq(v["media_type"], kVideoMediaType)) {
+    return "artifact 0 is not the video (kind video, name video.webm, media_type video/webm)";
+  }
+  if (!is_hex64(v["sha256"])) return "artifact 0 sha256 is not 64 lowercase hex";
+  if (!is_int_at_least(v["byte_length"], 1) || v["byte_length"].get<std::int64_t>() >= protocol::kVideoMaxBytes) {
+    return "artifact 0 byte_length is not in 1..video_max_bytes-1";
+  }
+  if (!is_int_at_least(v["fps"], 1) || v["fps"].get<std::int64_t>() > 60) return "artifact 0 fps is not in 1..60";
+  if (!is_int_at_least(v["start_offset_ms"], 0) || !elapsed_ms.is_number_integer() ||
+      v["start_offset_ms"].get<std::int64_t>() > elapsed_ms.get<std::int64_t>()) {
+    return "artifact 0 start_offset_ms is not in 0..elapsed_ms";
+  }
+  return "";
+}
+
+std::string artifact_files_problem(const std::string& dir, const Json& artifacts) {
+  for (const Json& a : artifacts) {
+    const std::string name = a["name"].get<std::string>();
+    const std::string path = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "missing artifact " + name;
+    if (st.st_size != a["byte_length"].get<std::int64_t>()) return "artifact " + name + " byte_length differs";
+    auto bytes = read_file(path, static_cast<std::size_t>(protocol::kVideoMaxBytes));
+    if (!bytes.ok()) return "unreadable artifact " + name;
+    if (sha256_hex(*bytes) != a["sha256"].get<std::string>()) return "artifact " + name + " does not hash to its sha256";
+  }
+  return "";
+}
+
 std::string png_problem(const std::string& path, const Json& observation_sha) {
   auto bytes = regular_file(path) ? read_file(path, kMaxFrameFileBytes)
                                   : Result<std::string>(make_error("fs-error", ""));
@@ -459,18 +496,31 @@ std::string event_schema_problem(const Json& e, std::size_t pos, bool v3) {
 // Returns "" when the receipt has the v2 shape (docs/receipts.md, check "schema").
 std::string schema_problem(const Json& r) {
   if (!r.is_object()) return "receipt is not a JSON object";
-  if (!has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
-                          "started_at", "frozen_at", "observed_at", "completed_at", "elapsed_ms",
-                          "action_count", "input_event_count",
-                          "post_observation_input_event_count", "transcript",
-                          "stage_transcript_sha256", "transcript_sha256",
-                          "pre_observation_sha256", "observation", "claims", "claims_sha256",
-                          "receipt_id"})) {
+  // v3 may add "artifacts" (docs/receipts.md §14).
+  const bool with_artifacts = r.contains("artifacts");
+  if (!(with_artifacts ? has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
+                                            "started_at", "frozen_at", "observed_at", "completed_at",
+                                            "elapsed_ms", "action_count", "input_event_count",
+                                            "post_observation_input_event_count", "transcript",
+                                            "stage_transcript_sha256", "transcript_sha256",
+                                            "pre_observation_sha256", "observation", "claims",
+                                            "claims_sha256", "artifacts", "receipt_id"})
+                       : has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
+                                            "started_at", "frozen_at", "observed_at", "completed_at",
+                                            "elapsed_ms", "action_count", "input_event_count",
+                                            "post_observation_input_event_count", "transcript",
+                                            "stage_transcript_sha256", "transcript_sha256",
+                                            "pre_observation_sha256", "observation", "claims",
+                                            "claims_sha256", "receipt_id"}))) {
     return "receipt does not have exactly the top-level keys of a session receipt";
   }
   const bool v3 = str_eq(r["schema"], kReceiptSchemaV3);
   if (!v3 && !str_eq(r["schema"], kReceiptSchemaV2)) {
     return "schema is not \"evident.session-receipt/v3\" or \"evident.session-receipt/v2\"";
+  }
+  if (with_artifacts) {
+    if (!v3) return "artifacts need schema evident.session-receipt/v3";
+    if (auto p = artifacts_problem(r["artifacts"], r["elapsed_ms"]); !p.empty()) return p;
   }
   if (!is_prefixed_id(r["session_id"], "ses-", 32)) return "session_id is not ses-<32 hex>";
   if (auto p = engine_problem(r["engine"], v3); !p.empty()) return p;
@@ -727,6 +777,12 @@ VerifyReport verify_receipt(const Json& r, const VerifyOptions& options) {
     std::string detail = frames_problem(options.frames_dir, wanted, r["observation"], &count);
     add("frames", detail.empty(),
         detail.empty() ? std::to_string(count) + " frames present and hashed" : detail);
+    // 11a. artifacts (only a receipt that binds some): each file present and hashed.
+    if (r.contains("artifacts")) {
+      std::string adetail = artifact_files_problem(options.frames_dir, r["artifacts"]);
+      add("artifacts", adetail.empty(),
+          adetail.empty() ? std::to_string(r["artifacts"].size()) + " artifact present and hashed" : adetail);
+    }
   }
   // 12. png
   if (!options.png_path.empty()) {

@@ -28,7 +28,7 @@ inline const std::vector<std::string>& golden_names() {
   static const std::vector<std::string> kNames = {
       "zero-actions",    "three-actions",    "sixty-four-actions",
       "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
-      "v3-app-exit-settle", "v3-app-exit-observe"};
+      "v3-app-exit-settle", "v3-app-exit-observe", "v3-video"};
   return kNames;
 }
 
@@ -38,7 +38,7 @@ inline const std::vector<std::string>& verified_names() {
   static const std::vector<std::string> kNames = {
       "zero-actions",    "three-actions",    "sixty-four-actions",    "real-tk-form",
       "v3-zero-actions", "v3-three-actions", "v3-sixty-four-actions",
-      "v3-app-exit-settle", "v3-app-exit-observe"};
+      "v3-app-exit-settle", "v3-app-exit-observe", "v3-video"};
   return kNames;
 }
 
@@ -105,6 +105,12 @@ inline ReceiptInput golden_input(const std::string& name) {
   in.observation.width = j["observation"]["width"];
   in.observation.height = j["observation"]["height"];
   in.claims = j["claims"];
+  if (j.contains("artifacts")) {
+    for (const Json& a : j["artifacts"]) {
+      in.artifacts.push_back(ArtifactRecord{a["kind"], a["name"], a["media_type"], a["sha256"],
+                                            a["byte_length"], a["fps"], a["start_offset_ms"]});
+    }
+  }
   return in;
 }
 

@@ -35,7 +35,7 @@ int run_report_command(const ReportOptions& options, bool json, std::ostream& ou
     auto parent = std::filesystem::absolute(path, ec).parent_path();
     if (!ec) link_base = parent.string();
   }
-  const std::string doc = html ? render_html(ev) : render_markdown(ev, link_base);
+  const std::string doc = html ? render_html(ev, link_base) : render_markdown(ev, link_base);
   if (to_stdout) {
     out << doc;
   } else if (auto st = write_file_atomic(path, doc, 0600); !st) {

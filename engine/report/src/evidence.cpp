@@ -276,6 +276,22 @@ Result<Evidence> load_evidence(const ReportOptions& options) {
   vo.frames_dir = ev.frames_dir;
   ev.verify = verify_receipt(ev.receipt, vo);
   ev.checks = ev.verify.checks;
+  if (const Json* arts = member(ev.receipt, "artifacts"); arts && arts->is_array() && arts->size() == 1) {
+    const Json& a = (*arts)[0];
+    auto offset = int_member(a, "start_offset_ms");
+    auto bytes = int_member(a, "byte_length");
+    if (string_member(a, "kind") == "video" && string_member(a, "name") == "video.webm" && offset && bytes) {
+      ReportVideo v;
+      v.path = ev.frames_dir + "/video.webm";
+      v.start_offset_ms = *offset;
+      v.byte_length = *bytes;
+      v.sha256 = string_member(a, "sha256");
+      for (const auto& c : ev.verify.checks) {
+        if (c.name == "artifacts") v.verified = c.ok;
+      }
+      ev.video = v;
+    }
+  }
 
   for (auto& [sha, f] : ev.frames) {
     if (!f.present) continue;

@@ -3,6 +3,8 @@
 // and geometry is drawn only from integers and known enum values of verified projections.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -55,6 +57,37 @@ std::string pretty(const Json& v) {
 }
 
 std::string num(std::int64_t v) { return std::to_string(v); }
+
+std::string url_path(const std::string& path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// `path` relative to `base_dir` when it can be (else as is), as a URL path.
+std::string relative_href(const std::string& path, const std::string& base_dir) {
+  std::error_code ec;
+  auto rel = std::filesystem::relative(std::filesystem::absolute(path, ec), std::filesystem::absolute(base_dir, ec), ec);
+  return url_path(ec || rel.empty() ? path : rel.generic_string());
+}
+
+// Seconds into the video of an event at `event_ms` after begin (never before the video's start),
+// with millisecond precision: "1.234".
+std::string video_seconds(std::int64_t event_ms, std::int64_t start_offset_ms) {
+  const std::int64_t t = std::max<std::int64_t>(0, event_ms - start_offset_ms);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(t / 1000), static_cast<long long>(t % 1000));
+  return buf;
+}
 
 std::string short_sha(const std::string& sha) { return sha.size() > 12 ? sha.substr(0, 12) : sha; }
 
@@ -312,15 +345,17 @@ figcaption{font-size:12px;color:var(--muted);margin-top:2px}
 
 }  // namespace
 
-std::string render_html(const Evidence& ev) {
+std::string render_html(const Evidence& ev, const std::string& link_base_dir) {
   const Json& r = ev.receipt;
+  // The video is linked, never embedded, and only when it hashes as the receipt binds it.
+  const std::string video_href = ev.video && ev.video->verified ? relative_href(ev.video->path, link_base_dir) : "";
   // A task receipt is named by its task_id (docs/receipts.md §12).
   const std::string session_id = string_member(r, ev.task ? "task_id" : "session_id");
   std::string h;
   h.reserve(64 * 1024);
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
-       "style-src 'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+       "style-src 'unsafe-inline'" + std::string(video_href.empty() ? "" : "; media-src 'self' file:") + "\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        "<meta name=\"generator\" content=\"evident report\">\n<title>Evident evidence: " +
        xml_escape(session_id.empty() ? (ev.task ? "(no task id)" : "(no session id)") : session_id) + "</title>\n<style>";
   h += kCss;
@@ -393,6 +428,12 @@ std::string render_html(const Evidence& ev) {
   row("actions", int_or_dash(&r, "action_count") + " actions, " + int_or_dash(&r, "input_event_count") +
                      " input events, " + int_or_dash(&r, "post_observation_input_event_count") +
                      " after the observation");
+  if (ev.video) {
+    row("video", video_href.empty()
+                     ? std::string("<span class=\"note bad\">bound by the receipt, but video.webm is missing or altered</span>")
+                     : "<a href=\"" + video_href + "\">video.webm</a> (" + num(ev.video->byte_length) + " bytes, sha256 <code>" +
+                           short_sha(ev.video->sha256) + "</code>; its start is t+" + num(ev.video->start_offset_ms) + " ms)");
+  }
   h += "</dl>\n";
 
   // Checks.
@@ -410,6 +451,14 @@ std::string render_html(const Evidence& ev) {
   // Signature and run log.
   h += "<h2 id=\"signature\">Signature and run log</h2>\n<p data-signature=\"" + xml_escape(ev.signature_state) + "\">" +
        xml_escape(ev.signature_detail) + "</p>\n";
+
+  // The video, with each timeline row linking to its moment.
+  if (!video_href.empty()) {
+    h += "<h2 id=\"video-section\">Video</h2>\n<video id=\"video\" controls preload=\"metadata\" src=\"" + video_href +
+         "\" data-start-offset-ms=\"" + num(ev.video->start_offset_ms) + "\"></video>\n<p class=\"note\">The display from begin "
+         "to finish (ffmpeg x11grab), bound by the receipt. Each timeline row's \u25b6 opens it at that row's moment "
+         "(its time from begin, less the video's start).</p>\n";
+  }
 
   // Observation and claims.
   std::string observed;
@@ -459,6 +508,13 @@ std::string render_html(const Evidence& ev) {
     }
     if (std::string s = settle_text(e.settle); !s.empty()) h += "<span class=\"settle\">" + xml_escape(s) + "</span>";
     if (std::string t = offset_text(e); !t.empty()) h += "<span class=\"time\">" + xml_escape(t) + "</span>";
+    if (!video_href.empty()) {
+      std::optional<std::int64_t> at = e.elapsed_ms ? e.elapsed_ms : e.offset_ms;
+      if (at) {
+        const std::string s = video_seconds(*at, ev.video->start_offset_ms);
+        h += "<a class=\"vt\" data-video-t=\"" + s + "\" href=\"" + video_href + "#t=" + s + "\">\u25b6 video at " + s + " s</a>";
+      }
+    }
     if (!e.when.empty()) h += "<span class=\"time\">" + xml_escape(e.when) + "</span>";
     if (e.kind == "action" && e.projection_state == "mismatch") {
       h += "<span class=\"note bad\">projection does not hash to projection_sha256: geometry not shown</span>";
@@ -486,7 +542,8 @@ std::string render_html(const Evidence& ev) {
     h += "</li>\n";
     if (!e.frame_sha256.empty()) previous_frame = e.frame_sha256;
   }
-  h += "</ol>\n<p class=\"note\">Written by <code>evident report</code>. Self-contained: no scripts, no network.</p>\n</main></body></html>\n";
+  h += std::string("</ol>\n<p class=\"note\">Written by <code>evident report</code>. Self-contained: no scripts, no network") +
+       (video_href.empty() ? "" : "; the video is the one file it links to") + ".</p>\n</main></body></html>\n";
   return h;
 }
 
@@ -508,21 +565,6 @@ std::string md(std::string_view s) {
         out.push_back(c);
         break;
       default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::string url_path(const std::string& path) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
     }
   }
   return out;
@@ -582,7 +624,14 @@ std::string render_markdown(const Evidence& ev, const std::string& link_base_dir
        (elapsed ? std::to_string(*elapsed) : std::string("?")) + " ms; " + md(ev.signature_state == "absent" ? "not signed" : ev.signature_detail) + "\n";
   std::string observed;
   if (const Json* obs = member(r, "observation")) observed = string_member(*obs, "sha256");
-  m += "- observed frame: " + link(is_lower_hex(observed, 64) ? observed : "") + "\n\n";
+  m += "- observed frame: " + link(is_lower_hex(observed, 64) ? observed : "") + "\n";
+  if (ev.video) {
+    m += ev.video->verified ? "- video: [video.webm](" + relative_href(ev.video->path, link_base_dir) + ") (" +
+                                  std::to_string(ev.video->byte_length) + " bytes, starts t+" +
+                                  std::to_string(ev.video->start_offset_ms) + " ms)\n"
+                            : std::string("- video: bound by the receipt, but missing or altered\n");
+  }
+  m += "\n";
 
   m += "| # | event | status | time | frame |\n|---|---|---|---|---|\n";
   std::string previous;

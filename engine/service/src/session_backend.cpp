@@ -16,6 +16,7 @@ class DisplayLease final : public SessionLease {
       : dm_(dm), d_(std::move(d)), owner_(std::move(owner)), target_(std::move(target)) {}
 
   ~DisplayLease() override {
+    video_.reset();  // a recording never stopped ends with its session (its file stays, unbound)
     // The executor's destructor releases anything still held before the lock goes. If the
     // display was destroyed meanwhile, the connection it would use is gone (and the server with
     // it, so nothing is held): the executor is then dropped without touching X.
@@ -90,6 +91,21 @@ class DisplayLease final : public SessionLease {
     if (!a.ok() || a->alive) return std::nullopt;
     return a->exit_status;
   }
+  Result<std::int64_t> start_video(const std::string& path) override {
+    if (video_) return make_error("video-failed", "the session's video is already recording");
+    VideoOptions o;
+    o.path = path;
+    auto v = dm_.record_video(static_cast<int>(target_.display_id), target_.generation, o);
+    if (!v.ok()) return v.error();
+    video_ = std::move(*v);
+    return video_->first_frame_age_ms();
+  }
+  Result<SessionVideo> stop_video() override {
+    if (!video_) return make_error("video-failed", "the session's video was never started");
+    auto f = video_->stop(protocol::kVideoStopTimeoutMs);
+    if (!f.ok()) return f.error();
+    return SessionVideo{f->sha256, f->byte_length, f->fps};
+  }
 
  private:
   std::shared_ptr<void> use() {
@@ -105,6 +121,7 @@ class DisplayLease final : public SessionLease {
   SessionTarget target_;
   std::unique_ptr<ActionExecutor> executor_;
   std::int64_t settled_anchor_ = 0;  // the last input already settled (nothing new since)
+  std::unique_ptr<VideoRecording> video_;  // begin's record_video; killed with the lease
 };
 
 }  // namespace

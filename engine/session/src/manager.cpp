@@ -362,7 +362,7 @@ Json SessionManager::refuse(Call& c, const Error& e) {  // nothing changed; the 
 
 Json SessionManager::fail(Call& c, const Failure& f) {
   // Fail closed: an op whose row names no failure phase still ends the session when its work
-  // failed part-way (no handler does that today: finish only refuses).
+  // failed part-way (finish: a display or app lost after observe, a video that failed).
   end_session(*c.r, c.row.on_failure.value_or(Phase::kFailed), f.reason, &f.error);
   return error_response(make_error(f.error.code, f.error.message + "; the " +
                                                  std::string(c.r->is_task ? "task" : "session") +
@@ -533,6 +533,7 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
     r->attempt_id = req.attempt_id;
     r->job_sha256 = req.job_sha256;
     r->record_app_exit = !task && req.record_app_exit;
+    r->record_video = !task && req.record_video;
     r->started_mono = now_ms();
     r->started_wall = clock_->wall_ms();
     r->deadline_mono = r->started_mono + options_.stage_timeout_ms;
@@ -570,6 +571,12 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
   if (auto st = make_private_dir(r->evidence_dir); !st) return forget(st.error());
   if (auto st = make_private_dir(options_.scratch_root); !st) return forget(st.error());
   if (auto st = make_private_dir(r->scratch_dir); !st) return forget(st.error());
+  if (r->record_video) {
+    // Recording from before the initial frame: every event of the transcript is in the video.
+    auto age = r->lease->start_video(r->evidence_dir + "/" + std::string(kVideoFileName));
+    if (!age) return forget(age.error());
+    r->video_start_offset_ms = std::max<std::int64_t>(0, now_ms() - *age - r->started_mono);
+  }
   auto frame = r->lease->capture();
   if (!frame) return forget(frame.error());
   auto info = write_frame(r->evidence_dir, *frame);
@@ -762,6 +769,15 @@ Json SessionManager::run_finish(Call& c) {
   // Fail closed in every phase: a session whose display or app died after observe gets no
   // receipt either (docs/sessions.md "Fail closed").
   if (auto f = check_alive(r)) return fail(c, *f);
+  // The video ends here, before the receipt that binds it. A recorder that fails fails the
+  // session (a receipt that promised a video and has none would be a lie); the stopped file is
+  // kept for a retried finish.
+  if (r.record_video && !r.video) {
+    auto video = r.lease->stop_video();
+    if (!video) return fail(c, Failure{"video-failed", video.error()});
+    std::lock_guard<std::mutex> lock(mu_);
+    r.video = *video;
+  }
   ReceiptInput in;
   in.session_id = r.id;
   in.host_id = session_host_id(options_);
@@ -783,6 +799,11 @@ Json SessionManager::run_finish(Call& c) {
   in.pre_observation_sha256 = r.pre_observation;
   in.observation = r.observation;
   in.claims = c.req.claims;
+  if (r.video) {
+    in.artifacts.push_back(ArtifactRecord{std::string(kArtifactKindVideo), std::string(kVideoFileName),
+                                          std::string(kVideoMediaType), r.video->sha256, r.video->byte_length,
+                                          r.video->fps, r.video_start_offset_ms});
+  }
   // A failure here is the caller's to retry or abort: the session stays observed (its row has
   // no failure phase).
   auto receipt = build_receipt(in);

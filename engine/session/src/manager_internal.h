@@ -39,6 +39,9 @@ struct SessionManager::Record {
   std::string attempt_id;
   std::string job_sha256;
   bool record_app_exit = false;  // begin's "app_exit":"record"
+  bool record_video = false;     // begin's "record_video": true
+  std::int64_t video_start_offset_ms = 0;  // the video's first frame, in ms after started_mono
+  std::optional<SessionVideo> video;       // the finished file (finish stops the recorder)
   AppExitRecord app_exit;        // the recorded exit (present once it happened)
   std::unique_ptr<SessionLease> lease;
   std::string evidence_dir;

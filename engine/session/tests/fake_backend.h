@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "evident/core/fs.h"
 #include "evident/core/sha256.h"
 #include "evident/session/backend.h"
 
@@ -44,6 +45,14 @@ struct FakeWorld {
   std::atomic<int> captures{0};
   std::atomic<int> releases{0};
   std::atomic<int> leases_open{0};
+  // The recorder (begin's record_video): absent unless video_available; start_video writes
+  // `video_bytes` to its path; video_stop_error makes stop_video fail with that code.
+  bool video_available = false;
+  std::string video_bytes = "\x1a\x45\xdf\xa3 a fake webm";
+  std::int64_t video_age_ms = 7;
+  std::string video_stop_error;
+  std::vector<std::string> video_paths;
+  std::atomic<int> video_stops{0};
 };
 
 class FakeLease final : public SessionLease {
@@ -95,6 +104,17 @@ class FakeLease final : public SessionLease {
   bool app_alive() override { return !w_.app_dead[t_.app_id]; }
   std::optional<int> app_exit_status() override {
     return w_.app_dead[t_.app_id] ? w_.exit_status : std::nullopt;
+  }
+  Result<std::int64_t> start_video(const std::string& path) override {
+    if (!w_.video_available) return SessionLease::start_video(path);
+    w_.video_paths.push_back(path);
+    if (auto st = write_file_atomic(path, w_.video_bytes, 0600); !st) return st.error();
+    return w_.video_age_ms;
+  }
+  Result<SessionVideo> stop_video() override {
+    ++w_.video_stops;
+    if (!w_.video_stop_error.empty()) return make_error(w_.video_stop_error, "the fake recorder failed");
+    return SessionVideo{sha256_hex(w_.video_bytes), static_cast<std::int64_t>(w_.video_bytes.size()), 10};
   }
 
  private:

@@ -876,5 +876,85 @@ TEST_F(SessionTest, ARequestWhileAnotherRunsIsBusyNotQueued) {
   EXPECT_EQ(world_.leases_open, 0);
 }
 
+// ---- record_video (docs/evidence.md "Video"): the state machine's side, with a fake recorder.
+
+Json begin_video(SessionManager& mgr, const Json& actor, testing::FakeWorld& w, const std::string& v) {
+  return mgr.handle(actor, "{\"op\":\"begin\",\"display_id\":1,\"generation\":\"" + w.generations[1] +
+                               "\",\"app_id\":\"" + testing::fake_app_id(1) +
+                               "\",\"attempt_id\":\"video\",\"job_sha256\":\"" + std::string(64, 'a') +
+                               "\",\"record_video\":" + v + "}");
+}
+
+// A recorded session starts its recorder at begin (before the initial frame) and stops it at
+// finish; the receipt binds the file as its one artifact, with the first frame's offset, and
+// both verifiers' rules hold (the builder's self-check); the file stays in the evidence dir.
+TEST_F(SessionTest, ARecordedSessionBindsItsVideoAsAnArtifact) {
+  world_.video_available = true;
+  Json b = begin_video(*mgr_, actor_, world_, "true");
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  const std::string sid = b["session_id"];
+  const std::string dir = b["evidence_dir"];
+  ASSERT_EQ(world_.video_paths.size(), 1u);
+  EXPECT_EQ(world_.video_paths[0], dir + "/video.webm");
+  ASSERT_EQ(code(clicks(sid, 0, 2)), "ok");
+  ASSERT_EQ(code(simple("freeze", sid, 1)), "ok");
+  Json o = observe(sid, 2);
+  ASSERT_EQ(code(o), "ok");
+  EXPECT_EQ(world_.video_stops, 0);  // recording through the observation
+  Json f = finish(sid, 3, o["frame"]["sha256"]);
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  EXPECT_EQ(world_.video_stops, 1);
+  const Json& art = f["receipt"]["artifacts"];
+  ASSERT_EQ(art.size(), 1u);
+  EXPECT_EQ(art[0]["kind"], "video");
+  EXPECT_EQ(art[0]["name"], "video.webm");
+  EXPECT_EQ(art[0]["media_type"], "video/webm");
+  EXPECT_EQ(art[0]["sha256"], sha256_hex(world_.video_bytes));
+  EXPECT_EQ(art[0]["byte_length"], static_cast<std::int64_t>(world_.video_bytes.size()));
+  EXPECT_EQ(art[0]["fps"], 10);
+  EXPECT_EQ(art[0]["start_offset_ms"], 0);  // the fake clock did not move; the age is clamped at 0
+  ASSERT_EQ(code(simple("close", sid, 4)), "ok");
+  auto receipt = load_receipt_file(dir + "/receipt.json");
+  ASSERT_TRUE(receipt.ok());
+  VerifyOptions vo;
+  vo.frames_dir = dir;
+  VerifyReport rep = verify_receipt(*receipt, vo);
+  EXPECT_TRUE(rep.ok) << ::testing::PrintToString(rep.failed_names());
+  EXPECT_EQ(rep.checks[rep.checks.size() - 1].name, "artifacts");
+  // The file changed after the fact: the artifacts check names it.
+  ASSERT_TRUE(write_file_atomic(dir + "/video.webm", world_.video_bytes + "x", 0600).ok());
+  rep = verify_receipt(*receipt, vo);
+  EXPECT_EQ(rep.failed_names(), std::vector<std::string>{"artifacts"});
+}
+
+// Without a recorder, a begin with record_video is video-unavailable and begins nothing; a
+// recorder that fails at finish fails the session (no receipt); bad values are session-command.
+TEST_F(SessionTest, RecordVideoFailsClosed) {
+  EXPECT_EQ(code(begin_video(*mgr_, actor_, world_, "true")), "video-unavailable");
+  EXPECT_EQ(mgr_->live_count(), 0u);
+  EXPECT_FALSE(world_.locked[1]);
+  for (const char* v : {"\"true\"", "1", "null", "{}"}) EXPECT_EQ(code(begin_video(*mgr_, actor_, world_, v)), "session-command") << v;
+  Json plain = begin_video(*mgr_, actor_, world_, "false");  // false: no recorder asked for
+  ASSERT_EQ(code(plain), "ok") << plain.dump();
+  EXPECT_TRUE(world_.video_paths.empty());
+  ASSERT_EQ(code(simple("abort", plain["session_id"], 0)), "ok");
+
+  testing::FakeWorld& w = world_;
+  w.video_available = true;
+  w.video_stop_error = "video-failed";
+  Json b = begin_video(*mgr_, actor_, w, "true");
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  const std::string sid = b["session_id"];
+  ASSERT_EQ(code(simple("freeze", sid, 0)), "ok");
+  Json o = observe(sid, 1);
+  ASSERT_EQ(code(o), "ok");
+  Json f = finish(sid, 2, o["frame"]["sha256"]);
+  EXPECT_EQ(code(f), "video-failed") << f.dump();
+  Json s = status(sid);
+  EXPECT_EQ(s["phase"], "failed");
+  EXPECT_TRUE(s["receipt"].is_null());
+  EXPECT_FALSE(fs::exists(b["evidence_dir"].get<std::string>() + "/receipt.json"));
+}
+
 }  // namespace
 }  // namespace evident

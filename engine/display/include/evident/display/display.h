@@ -24,6 +24,7 @@
 #include "evident/protocol/protocol.h"
 #include "evident/process/process.h"
 #include "evident/display/window_keeper.h"
+#include "evident/display/video.h"
 #include "evident/display/xauth.h"
 
 typedef struct _XDisplay Display;  // Xlib
@@ -327,6 +328,12 @@ class DisplayManager {
   // wait_window_ms waits for a window of the app's whole process tree (windows.h).
   Result<AppInfo> launch_app(int display_id, const std::string& generation,
                              const std::vector<std::string>& argv, const LaunchOptions& options);
+  // Starts recording the live display into options.path (video.h: ffmpeg x11grab, WebM) and
+  // returns once the first frame was grabbed. The recording is the caller's: destroying it kills
+  // the recorder. Errors: display-not-found, display-generation-mismatch, display-dead,
+  // engine-shutting-down, video-unavailable (no ffmpeg), video-failed.
+  Result<std::unique_ptr<VideoRecording>> record_video(int id, const std::string& generation,
+                                                       const VideoOptions& options);
   // TERM the app's group, KILL after `kAppStopBoundMs`, reap; returns the exit status.
   // The app is forgotten afterwards. app-not-found.
   Result<int> stop_app(const std::string& app_id);

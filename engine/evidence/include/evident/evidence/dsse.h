@@ -38,9 +38,16 @@ std::optional<std::string> base64_decode(std::string_view text);
 // and unique. Non-hex values are skipped (the receipt checks report them).
 std::vector<std::string> receipt_frame_digests(const Json& receipt);
 
+// Every subject a receipt's statement names, in order: receipt.json (with `receipt_sha256`),
+// the frames (receipt_frame_digests, "<h>.png"), then the receipt's artifacts in their order
+// ("video.webm"; docs/receipts.md §14). Malformed artifacts are skipped (the receipt checks
+// report them).
+std::vector<std::pair<std::string, std::string>> receipt_subjects(const Json& receipt,
+                                                                  const std::string& receipt_sha256);
+
 // The in-toto Statement v1 about a receipt file: subject[0] = {"name":"receipt.json",
 // "digest":{"sha256": SHA-256 of `receipt_file_bytes`}}, then one {"name":"<h>.png",
-// "digest":{"sha256":h}} per frame (sorted); predicateType predicate_type_for(receipt);
+// "digest":{"sha256":h}} per frame (sorted), then one per artifact (receipt_subjects); predicateType predicate_type_for(receipt);
 // predicate {"receipt_id", "log"}.
 Json make_receipt_statement(std::string_view receipt_file_bytes, const Json& receipt,
                             const Json& log);

@@ -26,6 +26,23 @@ inline constexpr std::string_view kActionsFileName = "actions.json";
 inline constexpr std::string_view kActionsSchema = "evident.actions/v1";
 inline constexpr std::size_t kMaxActionsFileBytes = 1024 * 1024;
 
+// A file of the evidence dir bound by the receipt besides the frames (receipt "artifacts",
+// docs/receipts.md §14). Today one kind: the session's video (begin's record_video).
+inline constexpr std::string_view kArtifactKindVideo = "video";
+inline constexpr std::string_view kVideoFileName = "video.webm";
+inline constexpr std::string_view kVideoMediaType = "video/webm";
+struct ArtifactRecord {
+  std::string kind;        // "video"
+  std::string name;        // the file's name in the evidence dir: "video.webm"
+  std::string media_type;  // "video/webm"
+  std::string sha256;      // of the file's bytes
+  std::int64_t byte_length = 0;
+  std::int64_t fps = 0;
+  // Monotonic ms from begin's admission to the video's first frame: an event that happened
+  // at elapsed E is at E - start_offset_ms in the video.
+  std::int64_t start_offset_ms = 0;
+};
+
 // The resources a session was bound to at begin (receipt "binding").
 struct ReceiptBinding {
   std::int64_t display_id = 0;
@@ -99,6 +116,7 @@ struct ReceiptInput {
   std::string pre_observation_sha256;        // the caller's digest, as sent to observe
   ObservationRecord observation;
   Json claims;                               // the caller's claims object, as sent to finish
+  std::vector<ArtifactRecord> artifacts;     // v3 only; the receipt has "artifacts" iff non-empty
 };
 
 // The projection P of a validated action (docs/protocol.md §6): "type", "key" and "paste" keep only

@@ -71,8 +71,19 @@ struct ReportEvent {
   std::optional<std::int64_t> offset_ms;   // from started_at
 };
 
+// The session's video (the receipt's "video" artifact, docs/evidence.md "Video"): shown when its
+// file is present and the receipt's artifacts check passed (it hashes as bound).
+struct ReportVideo {
+  std::string path;                   // <frames dir>/video.webm
+  std::int64_t start_offset_ms = 0;   // the video's time 0, in ms after begin's admission
+  std::int64_t byte_length = 0;
+  std::string sha256;
+  bool verified = false;              // the artifacts check passed
+};
+
 struct Evidence {
   std::string evidence_dir, frames_dir;
+  std::optional<ReportVideo> video;     // the receipt binds a video
   Json receipt;
   bool task = false;                    // an evident.task-receipt/v1 (else a session receipt)
   VerifyReport verify;                  // the receipts verifier, with --frames
@@ -99,7 +110,9 @@ Result<Evidence> load_evidence(const ReportOptions& options);
 
 // The self-contained page: inline CSS, frames as data: URIs, SVG geometry, no script, no
 // external reference; a Content-Security-Policy forbids any load but data: images.
-std::string render_html(const Evidence& evidence);
+// `link_base_dir`: the output's directory; the video (never embedded: it can be large) is
+// linked relative to it, and each timeline row links to its moment (a media fragment, #t=).
+std::string render_html(const Evidence& evidence, const std::string& link_base_dir = ".");
 
 // The Markdown summary; frame links are relative to `link_base_dir` (the output's directory).
 std::string render_markdown(const Evidence& evidence, const std::string& link_base_dir);

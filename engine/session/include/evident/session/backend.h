@@ -33,6 +33,13 @@ struct SessionFrame {
   int height = 0;
 };
 
+// A session's finished video file (begin's record_video; docs/evidence.md "Video").
+struct SessionVideo {
+  std::string sha256;  // of the file's bytes
+  std::int64_t byte_length = 0;
+  int fps = 0;
+};
+
 // The outcome of one executed action (docs/protocol.md §4 result, as data).
 struct SessionActionOutcome {
   std::string status;  // "ok" | "injected" | "failed"
@@ -65,6 +72,17 @@ class SessionLease {
   // Once the app has exited: its exit code, or 128+signal; nullopt while it runs or when
   // unknown.
   virtual std::optional<int> app_exit_status() { return std::nullopt; }
+  // Starts recording the display into `path` (a file that must not exist) and returns once the
+  // recorder grabbed its first frame: how many ms before now that frame was grabbed (>= 0).
+  // Errors: "video-unavailable", "video-failed".
+  virtual Result<std::int64_t> start_video(const std::string& path) {
+    (void)path;
+    return make_error("video-unavailable", "this engine records no video");
+  }
+  // Ends the recording started by start_video and hashes its file; a second call answers the
+  // first one's result. Destroying the lease kills a recording never stopped.
+  // Errors: "video-failed".
+  virtual Result<SessionVideo> stop_video() { return make_error("video-failed", "the session's video was never started"); }
 };
 
 class SessionBackend {

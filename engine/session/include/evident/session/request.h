@@ -53,6 +53,7 @@ struct SessionRequest {
   // begin's optional "app_exit": "record" makes the app's exit an app_exit event instead of the
   // end of the session ("end", the default: docs/sessions.md "App exit").
   bool record_app_exit = false;
+  bool record_video = false;  // begin's "record_video" (docs/evidence.md "Video")
   // continuations
   std::string session_id;
   std::int64_t sequence = -1;           // -1 for begin and status
