@@ -1,7 +1,7 @@
 """Signed receipts and the run log of real sessions (the in-process engine on real Xvfb): the
 envelope written at close, `evident verify --key`, the plain-tools recipe of docs/receipts.md run
 by bash exactly as written there, and the run log checked by an independent pure-Python RFC 9162
-implementation (recursive MTH / PATH / SUBPROOF from the RFC's definitions, hashlib only)."""
+implementation (rfc9162.py: recursive MTH / PATH / SUBPROOF from the RFC's definitions, hashlib only)."""
 import base64
 import hashlib
 import json
@@ -16,6 +16,7 @@ import evident
 from evident import actions as a
 from evident import verify as V
 from evident_bin import find_evident_bin
+from rfc9162 import leaf_hash, mth, path, root_from_path, subproof
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
@@ -39,65 +40,6 @@ def cli(*args, check_exit=None):
     if check_exit is not None:
         assert p.returncode == check_exit, p.stdout + p.stderr
     return p.returncode, out
-
-
-# ---- an independent RFC 9162 §2.1 implementation --------------------------------------------
-
-def leaf_hash(entry: bytes) -> bytes:
-    return hashlib.sha256(b"\x00" + entry).digest()
-
-
-def node_hash(left: bytes, right: bytes) -> bytes:
-    return hashlib.sha256(b"\x01" + left + right).digest()
-
-
-def split(n: int) -> int:
-    k = 1
-    while k * 2 < n:
-        k *= 2
-    return k
-
-
-def mth(leaves):
-    if not leaves:
-        return hashlib.sha256(b"").digest()
-    if len(leaves) == 1:
-        return leaves[0]
-    k = split(len(leaves))
-    return node_hash(mth(leaves[:k]), mth(leaves[k:]))
-
-
-def path(m, leaves):
-    if len(leaves) <= 1:
-        return []
-    k = split(len(leaves))
-    if m < k:
-        return path(m, leaves[:k]) + [mth(leaves[k:])]
-    return path(m - k, leaves[k:]) + [mth(leaves[:k])]
-
-
-def subproof(m, leaves, whole):
-    n = len(leaves)
-    if m == n:
-        return [] if whole else [mth(leaves)]
-    k = split(n)
-    if m <= k:
-        return subproof(m, leaves[:k], whole) + [mth(leaves[k:])]
-    return subproof(m - k, leaves[k:], False) + [mth(leaves[:k])]
-
-
-def root_from_path(index, size, leaf, proof):
-    """Recomputes the root from a PATH by walking the same recursion (not §2.1.3.2's loop)."""
-    def walk(m, n, proof):
-        if n == 1:
-            assert not proof
-            return leaf
-        k = split(n)
-        *inner, sibling = proof
-        if m < k:
-            return node_hash(walk(m, k, inner), sibling)
-        return node_hash(sibling, walk(m - k, n - k, inner))
-    return walk(index, size, list(proof))
 
 
 # ---- fixtures -------------------------------------------------------------------------------
