@@ -18,12 +18,20 @@ One engine and one state dir; two attempts of two jobs (task digests) on two dis
 ended, failures and the expiry included, each with kind ``task``, its task id, the outcome and a
 receipt id exactly when it closed; the log checks out against the independent RFC 9162 code of
 rfc9162.py and `evident log verify`.
+
+The plain-tools recipe of docs/receipts.md §8, extracted from the doc and run by bash exactly as
+written there, accepts A's stage receipt and B's stage and attest receipts, and rejects each one
+forged as in issue #12 (result, actor and attempt changed, every digest recomputed: both
+verifiers still call it consistent, `--key` does not) and each real one against another key.
 """
 import base64
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -33,6 +41,7 @@ from evident import wait_for
 from evident_bin import find_evident_bin
 from rfc9162 import leaf_hash, mth, path, root_from_path
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
 JOB_A = hashlib.sha256(b"task run log test: job A").hexdigest()
 JOB_B = hashlib.sha256(b"task run log test: job B").hexdigest()
@@ -227,3 +236,77 @@ def test_the_task_log_checks_out_against_an_independent_merkle_tree(runs):
     assert size == log["index"] + 1
     assert root_from_path(log["index"], size, leaf_hash(V.jcs(log["entry"])), proof).hex() == \
         log["tree_head"]["root_hash"] == mth(leaves[:size]).hex()
+
+
+# ---- the plain-tools recipe of docs/receipts.md §8 on signed task receipts ------------------
+
+def recipe_text():
+    with open(os.path.join(ROOT, "docs", "receipts.md")) as f:
+        doc = f.read()
+    m = re.search(r"<!-- recipe:begin -->\n```bash\n(.*?)```\n<!-- recipe:end -->", doc, re.S)
+    assert m, "the recipe block is missing from docs/receipts.md"
+    return m.group(1)
+
+
+def run_recipe(evidence_dir, pub, work):
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, DIR=evidence_dir, PUB=pub, W=work)
+    return subprocess.run(["bash", "-c", recipe_text()], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def forge_task(src_dir, dst_dir):
+    """Issue #12's forgery on a task receipt: the result, the actor and the attempt changed,
+    every digest recomputed (the result's, the transcript's with its prior chain, the id), so
+    the receipt is internally consistent again."""
+    shutil.copytree(src_dir, dst_dir)
+    receipt_path = os.path.join(dst_dir, "receipt.json")
+    r = read_json(receipt_path)
+    r["result"] = {"background": "red", "forged": True}
+    r["actor"]["uid"] = 4242
+    r["binding"]["attempt_id"] = "att-forged"
+    digest = V.domain_digest("evident/task-result/v1", r["result"])
+    r["result_sha256"] = digest
+    assert r["transcript"][-1]["kind"] == "result"
+    r["transcript"][-1]["result_sha256"] = digest
+    r["transcript_sha256"] = V.domain_digest("evident/task-transcript/v1", {
+        "events": r["transcript"], "prior_transcript_sha256": r["prior_transcript_sha256"]})
+    del r["receipt_id"]
+    r["receipt_id"] = "etr-" + V.domain_digest("evident/task-receipt/v1", r)
+    with open(receipt_path, "wb") as f:
+        f.write(V.jcs(r) + b"\n")
+    return receipt_path
+
+
+@pytest.mark.parametrize("which", ["A_stage", "B_stage", "B_attest"])
+def test_plain_tools_recipe_accepts_signed_task_receipts_and_rejects_forgeries(runs, which, tmp_path):
+    for tool in ("openssl", "jq", "base64", "sha256sum"):
+        assert shutil.which(tool), tool
+    snap = runs[which]
+    evidence_dir = os.path.dirname(snap["receipt_path"])
+    assert snap["receipt"]["mode"] == ("attest" if which.endswith("attest") else "stage")
+    pub = os.path.join(runs["state"], "keys", "signing.pub")
+    p = run_recipe(evidence_dir, pub, str(tmp_path / "w1"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "signature and subjects verified" in p.stdout
+    rc, out = cli("verify", snap["receipt_path"], "--frames", evidence_dir, "--key", pub, check_exit=0)
+    assert out["authenticated"] is True
+
+    forged = forge_task(evidence_dir, str(tmp_path / "forged"))
+    for command in ([EVIDENT, "verify", forged, "--json"],
+                    [sys.executable, "-m", "evident.verify", forged, "--json"]):
+        q = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "bindings", "python")))
+        out = json.loads(q.stdout)                       # integrity alone accepts it
+        assert q.returncode == 0 and out["ok"] is True and out["authenticated"] is False, q.stdout
+    rc, out = cli("verify", forged, "--key", pub, check_exit=1)
+    assert out["authenticated"] is False
+    assert {c["name"] for c in out["checks"] if not c["ok"]} == {"statement", "subjects", "log_inclusion"}
+    p = run_recipe(str(tmp_path / "forged"), pub, str(tmp_path / "w2"))
+    assert p.returncode != 0 and "signature and subjects verified" not in p.stdout
+
+    # Another key (a forger's own) does not verify the real envelope either.
+    other = tmp_path / "other"
+    cli("key", "init", "--state-dir", str(other), check_exit=0)
+    p = run_recipe(evidence_dir, str(other / "keys" / "signing.pub"), str(tmp_path / "w3"))
+    assert p.returncode != 0 and "signature and subjects verified" not in p.stdout
