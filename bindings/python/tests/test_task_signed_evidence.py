@@ -310,3 +310,31 @@ def test_plain_tools_recipe_accepts_signed_task_receipts_and_rejects_forgeries(r
     cli("key", "init", "--state-dir", str(other), check_exit=0)
     p = run_recipe(evidence_dir, str(other / "keys" / "signing.pub"), str(tmp_path / "w3"))
     assert p.returncode != 0 and "signature and subjects verified" not in p.stdout
+
+
+def test_pinning_one_key_for_a_stage_and_its_attest(runs, tmp_path):
+    """docs/receipts.md §10 "Pinning a key for tasks": both receipts verify against the one
+    pinned key with equal key ids; `--prior` checks the stage receipt's consistency and lineage,
+    not its signature (an unsigned copy passes as the prior), and a re-sealed stage receipt
+    cannot stand in for the real one, because the signed attest names the real one's id."""
+    pub = os.path.join(runs["state"], "keys", "signing.pub")
+    stage, attest = runs["B_stage"], runs["B_attest"]
+    _, s = cli("verify", stage["receipt_path"], "--key", pub, check_exit=0)
+    _, a = cli("verify", attest["receipt_path"], "--key", pub, "--prior", stage["receipt_path"], check_exit=0)
+    assert s["authenticated"] is True and a["authenticated"] is True and s["key_id"] == a["key_id"]
+    assert [c["name"] for c in a["checks"] if c["name"].startswith("prior_")] == [
+        "prior_receipt", "prior_binding", "prior_chronology", "prior_transcript"]
+    envelopes = [read_json(x["envelope_path"])["signatures"][0]["keyid"] for x in (stage, attest)]
+    assert envelopes == [s["key_id"]] * 2
+
+    unsigned = tmp_path / "unsigned"
+    shutil.copytree(os.path.dirname(stage["receipt_path"]), unsigned)
+    os.remove(unsigned / "receipt.dsse.json")
+    cli("verify", attest["receipt_path"], "--key", pub, "--prior", str(unsigned / "receipt.json"), check_exit=0)
+    _, alone = cli("verify", str(unsigned / "receipt.json"), "--key", pub, check_exit=1)
+    assert alone["authenticated"] is False
+
+    forged = forge_task(os.path.dirname(stage["receipt_path"]), str(tmp_path / "forged"))
+    _, out = cli("verify", attest["receipt_path"], "--key", pub, "--prior", forged, check_exit=1)
+    assert [c["name"] for c in out["checks"] if not c["ok"]] == [
+        "prior_receipt", "prior_binding", "prior_chronology", "prior_transcript"]
