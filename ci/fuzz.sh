@@ -10,14 +10,18 @@
 #   ci/fuzz.sh build                 only build
 #   ci/fuzz.sh list                  the targets
 #
-# Any crash, sanitizer report, leak, per-input timeout (10 s) or memory blow-up (2 GiB) fails
+# Any crash, sanitizer report, leak, per-input timeout (10 s, EVIDENT_FUZZ_TIMEOUT) or memory blow-up (2 GiB) fails
 # the run: the input is saved under $EVIDENT_FUZZ_BUILD/artifacts/TARGET/ and the command to
 # replay it is printed. Fix the engine, then commit the input to engine/fuzz/regressions/TARGET/
 # (the unit test fuzz_replay_TARGET replays it from then on).
-# Environment: EVIDENT_FUZZ_BUILD (default build-fuzz), CC/CXX (default clang/clang++).
+# Environment: EVIDENT_FUZZ_BUILD (default build-fuzz), CC/CXX (default clang/clang++),
+# EVIDENT_FUZZ_TIMEOUT (per-input wall-clock timeout in s, default 10; libFuzzer measures wall
+# time, so on a machine shared with builds a starved process can pass 10 s on an input that takes
+# milliseconds: every "timeout" a loaded campaign reports is replayed alone before it counts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${EVIDENT_FUZZ_BUILD:-build-fuzz}"
+PER_INPUT="${EVIDENT_FUZZ_TIMEOUT:-10}"
 TARGETS=(json_fuzz session_request_fuzz actions_fuzz task_request_fuzz agents_fuzz receipt_verify_fuzz
          png_decode_fuzz envelope_fuzz dsse_fuzz runlog_fuzz disclosure_fuzz)
 
@@ -48,7 +52,7 @@ run() {
   local start=$SECONDS rc=0
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}" \
   UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-    "$BUILD/engine/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    "$BUILD/engine/fuzz/$t" -max_total_time="$secs" -timeout="$PER_INPUT" -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$art/" "$work" "$seeds" "${regressions[@]}" \
       >"$BUILD/$t.log" 2>&1 || rc=$?
   grep -E '^stat::number_of_executed_units|^stat::new_units_added|^stat::peak_rss_mb' "$BUILD/$t.log" |
