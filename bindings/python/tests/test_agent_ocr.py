@@ -240,9 +240,15 @@ def test_every_adapter_format_and_a_fill_spread_over_turns():
     call = [[("select", 10, 20), ("type", "x", 10, 20)], [("click", 5, 5)]]
     ev = calls_response("evident", call, "m", 1, 0, (1000, 500))
     assert [[a["type"] for a in c["actions"]] for c in ev["calls"]] == [["triple_click", "type"], ["click"]]
-    for a in ("anthropic-computer-20250124", "anthropic-computer-20251124", "anthropic-toolset-20260801"):
+    for a in ("anthropic-computer-20250124", "anthropic-computer-20251124"):
         msg = calls_response(a, call, "m", 1, 0, (1000, 500))
+        assert [b["name"] for b in msg["content"]] == ["computer"] * 3
         assert [b["input"]["action"] for b in msg["content"]] == ["triple_click", "type", "left_click"]
+        assert all("toolset_name" not in b for b in msg["content"])
+    ts = calls_response("anthropic-toolset-20260801", call, "m", 1, 0, (1000, 500))["content"]
+    assert [(b["name"], b["toolset_name"]) for b in ts] == [("triple_click", "computer"), ("type", "computer"),
+                                                           ("left_click", "computer")]
+    assert ts[0]["input"] == {"coordinate": [10, 20]} and ts[2]["input"] == {"coordinate": [5, 5]}
     ga = calls_response("openai-computer", call, "m", 1, 0, (1000, 500))
     assert [[x["type"] for x in item["actions"]] for item in ga["output"]] == [
         ["click", "keypress", "keypress", "type"], ["click"]]

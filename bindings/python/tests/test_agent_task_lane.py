@@ -111,6 +111,41 @@ def test_anthropic_transport_through_the_lane(evident_display, form, server):
 
 
 @pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
+def test_anthropic_toolset_transport_through_the_lane(evident_display, form, server):
+    """computer_toolset_20260801 in the shape Anthropic's SDK types give it: member-named
+    tool_use blocks with toolset_name; the engine answers each with a tool_result naming the
+    family, and the request declares the toolset by its type alone."""
+    app, log, at = form
+    calls = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
+             "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+             "content": [
+                 {"type": "text", "text": "Filling in the name."},
+                 {"type": "tool_use", "id": "toolu_A", "name": "left_click", "toolset_name": "computer",
+                  "input": {"coordinate": list(at["Name"])}},
+                 {"type": "tool_use", "id": "toolu_B", "name": "type", "toolset_name": "computer",
+                  "input": {"text": "Ada"}},
+                 {"type": "tool_use", "id": "toolu_C", "name": "left_click", "toolset_name": "computer",
+                  "input": {"coordinate": list(at["Submit"])}}]}
+    final = {"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-test",
+             "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+             "content": [{"type": "text", "text": final_text({"name": "Ada"})}]}
+    server.reply(calls)
+    server.reply(final)
+    policy = AnthropicTransport(TASK, "claude-test", KEY, tool="computer_toolset_20260801", base_url=server.url)
+    run = run_task(evident_display, app, policy, task=TASK)
+    assert run.receipt["result"] == {"name": "Ada"}
+    assert run.receipt["policy"]["adapter"] == "anthropic-toolset-20260801"
+    assert submits(log) == [{"Name": "Ada", "Email": ""}]
+    first, second = server.requests
+    assert first["body"]["tools"] == [{"type": "computer_toolset_20260801"}]
+    answer = second["body"]["messages"][2]
+    assert [(r["tool_use_id"], r["toolset_name"], r["is_error"]) for r in answer["content"]] == [
+        ("toolu_A", "computer", False), ("toolu_B", "computer", False), ("toolu_C", "computer", False)]
+    for r in answer["content"]:
+        assert issued(run, base64.b64decode(r["content"][-1]["source"]["data"]))
+
+
+@pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
 def test_openai_transport_through_the_lane(evident_display, form, server):
     app, log, at = form
     calls = {"id": "resp_01", "object": "response", "status": "completed", "model": "computer-use-test",
@@ -174,7 +209,7 @@ OCR_LINE = "Submitted: Grace Hopper / grace@example.org"
 @pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
 @pytest.mark.parametrize("adapter", ["evident", "anthropic-toolset-20260801"])
 def test_ocr_policy_stage_and_attest_through_the_lane(evident_display, form, adapter):
-    """The two formats no transport speaks: the OCR policy is the caller's policy."""
+    """The OCR policy as the caller's policy, in the plain format and the toolset's member calls."""
     app, log, _ = form
     stage = run_task(evident_display, app, OcrFormPolicy(OCR_VALUES, adapter=adapter), task="fill the form")
     assert stage.receipt["result"] == {"result_line": OCR_LINE, "confirmed": True}

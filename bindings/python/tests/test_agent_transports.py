@@ -109,8 +109,38 @@ def test_anthropic_zoom_tool_version(server):
                                      "display_height_px": 821, "enable_zoom": True}]
     assert t.adapter == "anthropic-computer-20251124"
     with pytest.raises(AgentError) as e:
-        AnthropicTransport("t", "m", KEY, display=(1, 1), tool="computer_toolset_20260801")
+        AnthropicTransport("t", "m", KEY, display=(1, 1), tool="computer_toolset_20270101")
     assert e.value.code == "agent-transport-args"
+
+
+ANTHROPIC_TOOLSET_CALLS = {
+    "id": "msg_t1", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "tool_use",
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+    "content": [{"type": "tool_use", "id": "toolu_m1", "name": "left_click", "toolset_name": "computer",
+                 "input": {"coordinate": [10, 20]}},
+                {"type": "tool_use", "id": "toolu_m2", "name": "type", "toolset_name": "computer",
+                 "input": {"text": "Ada"}}]}
+
+
+def test_anthropic_toolset_declares_the_toolset_and_keeps_member_calls(server):
+    """computer_toolset_20260801 as Anthropic's SDK types give it (anthropic-sdk-typescript
+    bfa9197f): the tools entry is the type alone, no beta header; the member calls come back in
+    the conversation as they came and the engine's tool_results (with toolset_name) follow."""
+    server.reply(ANTHROPIC_TOOLSET_CALLS)
+    server.reply(ANTHROPIC_FINAL)
+    t = AnthropicTransport("t", "claude-test", KEY, tool="computer_toolset_20260801", base_url=server.url)
+    assert t.adapter == "anthropic-toolset-20260801"
+    assert t(Observation.first(PNG0, 640, 400)) == ANTHROPIC_TOOLSET_CALLS
+    answer = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": b["id"], "toolset_name": "computer", "is_error": False,
+         "content": [{"type": "text", "text": "ok"}]} for b in ANTHROPIC_TOOLSET_CALLS["content"]]}
+    t(next_obs(PNG1, answer))
+    for req in server.requests:
+        assert req["body"]["tools"] == [{"type": "computer_toolset_20260801"}]
+        assert "anthropic-beta" not in {k.lower() for k in req["headers"]}
+    msgs = server.requests[1]["body"]["messages"]
+    assert msgs[1] == {"role": "assistant", "content": ANTHROPIC_TOOLSET_CALLS["content"]}
+    assert msgs[2] == answer
 
 
 OPENAI_CALL = {"id": "resp_1", "object": "response", "status": "completed", "model": "computer-use-test",

@@ -11,6 +11,18 @@ namespace {
 constexpr std::int64_t kMaxLongEdge = 1568;
 constexpr std::int64_t kMaxPixels = 1'200'000;
 
+// computer_toolset_20260801 (docs/agents.md): the family its member calls and results name, and its
+// members, exactly the keys of the SDK's ComputerToolsetConfigs.
+constexpr std::string_view kToolsetFamily = "computer";
+constexpr std::string_view kToolsetMembers[] = {
+    "cursor_position", "double_click", "hold_key",     "key",          "left_click",  "left_click_drag",
+    "left_mouse_down", "left_mouse_up", "middle_click", "mouse_move",   "right_click", "screenshot",
+    "scroll",          "triple_click",  "type",         "wait",         "zoom"};
+
+bool is_toolset_member(std::string_view name) {
+  return std::find(std::begin(kToolsetMembers), std::end(kToolsetMembers), name) != std::end(kToolsetMembers);
+}
+
 Result<std::pair<std::int64_t, std::int64_t>> pair_field(const Json& input, const char* key,
                                                          const std::string& where) {
   const Json* v = get(input, key);
@@ -222,13 +234,38 @@ Result<ParsedTurn> AnthropicAdapter::parse(const Json& response, const AdapterIn
     if (*bt == "tool_use") {
       auto tool = get_string(block, "name");
       if (!tool) return response_error(where + ": field \"name\" must be a string");
-      if (*tool != "computer") return make_error(kForbiddenTool, where + " calls a tool other than the computer tool");
+      const Json* family = get(block, "toolset_name");
+      const bool member = family && !family->is_null();
+      if (v_.toolset) {
+        // The toolset declares no tool named "computer": each call names its member and the family.
+        if (!member) return make_error(kForbiddenTool, where + " calls a tool outside the computer toolset");
+        if (!family->is_string() || family->get<std::string>() != kToolsetFamily) {
+          return make_error(kForbiddenTool, where + " calls a member of a toolset other than the computer toolset");
+        }
+        if (!is_toolset_member(*tool)) {
+          return make_error(kForbiddenTool, where + " calls a tool that is not a member of the computer toolset");
+        }
+      } else if (member) {
+        return make_error(kForbiddenTool, where + " calls a toolset member; this version declares the computer tool");
+      } else if (*tool != "computer") {
+        return make_error(kForbiddenTool, where + " calls a tool other than the computer tool");
+      }
       const Json* id = get(block, "id");
       if (!id || !id->is_string()) return make_error(kCallId, where + ": field \"id\" must be a string");
       const Json* input = get_object(block, "input");
       if (!input) return response_error(where + ": field \"input\" must be an object");
-      EVIDENT_TRY(b.begin_call(id->get<std::string>(), "computer"));
-      EVIDENT_TRY(map_action(b, *input, v_, where));
+      EVIDENT_TRY(b.begin_call(id->get<std::string>(), v_.toolset ? *tool : std::string("computer")));
+      if (v_.toolset) {
+        // A member's input is the computer_20251124 action's fields without "action": the name says it.
+        if (input->contains("action")) {
+          return response_error(where + ": a toolset member's input has no field \"action\"");
+        }
+        Json with_action = *input;
+        with_action["action"] = *tool;
+        EVIDENT_TRY(map_action(b, with_action, v_, where));
+      } else {
+        EVIDENT_TRY(map_action(b, *input, v_, where));
+      }
       calls = true;
       continue;
     }
@@ -252,8 +289,10 @@ Json AnthropicAdapter::tool_results(const ParsedTurn& turn, const std::vector<Ca
                            {"source", {{"type", "base64"}, {"media_type", "image/png"},
                                        {"data", base64_encode(*o.png)}}}});
     }
-    content.push_back(Json{{"type", "tool_result"}, {"tool_use_id", turn.calls[i].id},
-                           {"content", std::move(parts)}, {"is_error", o.status != CallStatus::kOk}});
+    Json result{{"type", "tool_result"}, {"tool_use_id", turn.calls[i].id},
+                {"content", std::move(parts)}, {"is_error", o.status != CallStatus::kOk}};
+    if (v_.toolset) result["toolset_name"] = std::string(kToolsetFamily);  // the family of the paired member call
+    content.push_back(std::move(result));
   }
   return Json{{"role", "user"}, {"content", std::move(content)}};
 }

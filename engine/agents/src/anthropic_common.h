@@ -8,6 +8,7 @@ namespace evident::agents::detail {
 struct AnthropicVersion {
   const char* adapter;  // "anthropic-computer-20250124", ...
   bool zoom;            // the `zoom` action exists (computer_20251124 with enable_zoom, toolset)
+  bool toolset;         // computer_toolset_20260801: each call is a member-named tool_use with toolset_name
 };
 
 class AnthropicAdapter : public Adapter {

@@ -4,7 +4,7 @@
 namespace evident::agents::detail {
 
 const Adapter& anthropic_computer_20250124_adapter() {
-  static const AnthropicAdapter adapter(AnthropicVersion{"anthropic-computer-20250124", false});
+  static const AnthropicAdapter adapter(AnthropicVersion{"anthropic-computer-20250124", false, false});
   return adapter;
 }
 

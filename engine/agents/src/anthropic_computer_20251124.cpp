@@ -4,7 +4,7 @@
 namespace evident::agents::detail {
 
 const Adapter& anthropic_computer_20251124_adapter() {
-  static const AnthropicAdapter adapter(AnthropicVersion{"anthropic-computer-20251124", true});
+  static const AnthropicAdapter adapter(AnthropicVersion{"anthropic-computer-20251124", true, false});
   return adapter;
 }
 

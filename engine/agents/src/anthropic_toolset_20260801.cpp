@@ -4,7 +4,7 @@
 namespace evident::agents::detail {
 
 const Adapter& anthropic_toolset_20260801_adapter() {
-  static const AnthropicAdapter adapter(AnthropicVersion{"anthropic-toolset-20260801", true});
+  static const AnthropicAdapter adapter(AnthropicVersion{"anthropic-toolset-20260801", true, true});
   return adapter;
 }
 

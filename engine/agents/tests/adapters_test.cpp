@@ -43,6 +43,11 @@ std::string anthropic(std::string_view blocks) {
 std::string tool_use(std::string_view id, std::string_view input) {
   return R"({"type":"tool_use","id":")" + std::string(id) + R"(","name":"computer","input":)" + std::string(input) + "}";
 }
+// A computer_toolset_20260801 member call (the SDK's ToolUseBlock: name = member, toolset_name).
+std::string member(std::string_view id, std::string_view name, std::string_view input) {
+  return R"({"type":"tool_use","id":")" + std::string(id) + R"(","name":")" + std::string(name) +
+         R"(","toolset_name":"computer","input":)" + std::string(input) + "}";
+}
 std::string openai(std::string_view items) {
   return R"({"id":"resp_1","object":"response","status":"completed","output":[)" + std::string(items) + "]}";
 }
@@ -152,7 +157,7 @@ TEST(Anthropic, FinalAnswerFromTextBlocks) {
 }
 
 TEST(Anthropic, ToolResultsCarryTheImageAndIsError) {
-  auto t = run("anthropic-toolset-20260801",
+  auto t = run("anthropic-computer-20251124",
                anthropic(tool_use("toolu_a", R"({"action":"screenshot"})") + "," +
                          tool_use("toolu_b", R"({"action":"left_click","coordinate":[1,1]})")));
   ASSERT_TRUE(t.ok());
@@ -160,13 +165,93 @@ TEST(Anthropic, ToolResultsCarryTheImageAndIsError) {
   std::vector<CallOutcome> o(2);
   o[0] = CallOutcome{CallStatus::kFailed, "the display was lost", &png, 1, 1};
   o[1] = CallOutcome{CallStatus::kNotRun, "", nullptr, 0, 0};
-  Json r = find_adapter("anthropic-toolset-20260801")->tool_results(*t, o);
+  Json r = find_adapter("anthropic-computer-20251124")->tool_results(*t, o);
   EXPECT_EQ(r, J(R"({"role":"user","content":[
     {"type":"tool_result","tool_use_id":"toolu_a","is_error":true,"content":[
       {"type":"text","text":"failed: the display was lost"},
       {"type":"image","source":{"type":"base64","media_type":"image/png","data":"UE5H"}}]},
     {"type":"tool_result","tool_use_id":"toolu_b","is_error":true,"content":[
       {"type":"text","text":"not run: an earlier call of this turn failed"}]}]})"));
+}
+
+// computer_toolset_20260801, in the shape Anthropic's SDK types give it (anthropic-sdk-typescript
+// bfa9197f, messages.ts): each call is a tool_use block named by its member with toolset_name, its
+// input the member's fields; each tool_result carries toolset_name.
+TEST(AnthropicToolset, MapsMemberNamedCalls) {
+  auto t = run("anthropic-toolset-20260801",
+               anthropic(R"({"type":"text","text":"I will fill the form."},)" +
+                         member("toolu_1", "left_click", R"({"coordinate":[100,200]})") + "," +
+                         member("toolu_2", "type", R"({"text":"h\u00e9llo"})") + "," +
+                         member("toolu_3", "key", R"({"text":"ctrl+s"})") + "," +
+                         member("toolu_4", "scroll", R"({"coordinate":[10,20],"scroll_direction":"up","scroll_amount":2})") + "," +
+                         member("toolu_5", "left_click_drag", R"({"start_coordinate":[1,2],"coordinate":[30,40]})") + "," +
+                         member("toolu_6", "wait", R"({"duration":1})") + "," +
+                         member("toolu_7", "zoom", R"({"region":[0,0,640,400]})") + "," +
+                         member("toolu_8", "screenshot", "{}")));
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->kind, TurnKind::kCalls);
+  ASSERT_EQ(t->calls.size(), 8u);
+  EXPECT_EQ(t->calls[0].id, "toolu_1");
+  EXPECT_EQ(t->calls[0].name, "left_click");
+  EXPECT_EQ(t->calls[6].native_actions, std::vector<std::string>{"zoom"});
+  EXPECT_EQ(actions_of(*t), J(R"([
+    {"type":"click","x":100,"y":200,"button":"left"},
+    {"type":"type","text":"h\u00e9llo"},
+    {"type":"key","key":"ctrl+s"},
+    {"type":"scroll","x":10,"y":20,"direction":"up","amount":2},
+    {"type":"drag","start_x":1,"start_y":2,"end_x":30,"end_y":40},
+    {"type":"wait","ms":1000},
+    {"type":"zoom","x":0,"y":0,"width":640,"height":400},
+    {"type":"screenshot"}])"));
+
+  const std::string png = "PNG";
+  std::vector<CallOutcome> o(8);
+  o[0] = CallOutcome{CallStatus::kOk, "", &png, 1, 1};
+  for (std::size_t i = 1; i < 8; ++i) o[i] = CallOutcome{CallStatus::kNotRun, "", nullptr, 0, 0};
+  o[1] = CallOutcome{CallStatus::kFailed, "the display was lost", nullptr, 0, 0};
+  Json r = find_adapter("anthropic-toolset-20260801")->tool_results(*t, o);
+  ASSERT_EQ(r["content"].size(), 8u);
+  EXPECT_EQ(r["content"][0], J(R"({"type":"tool_result","tool_use_id":"toolu_1","toolset_name":"computer",
+    "is_error":false,"content":[{"type":"text","text":"ok"},
+      {"type":"image","source":{"type":"base64","media_type":"image/png","data":"UE5H"}}]})"));
+  EXPECT_EQ(r["content"][1], J(R"({"type":"tool_result","tool_use_id":"toolu_2","toolset_name":"computer",
+    "is_error":true,"content":[{"type":"text","text":"failed: the display was lost"}]})"));
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(r["content"][i]["toolset_name"], "computer") << i;
+}
+
+TEST(AnthropicToolset, RefusesWhatTheToolsetDoesNotDeclare) {
+  auto code = [](std::string_view blocks) {
+    auto t = run("anthropic-toolset-20260801", anthropic(blocks));
+    return t.ok() ? std::string("ok") : t.error().code;
+  };
+  // The single-tool shape: no tool named "computer" is declared by the toolset entry.
+  EXPECT_EQ(code(tool_use("t1", R"({"action":"left_click","coordinate":[1,1]})")), "task-forbidden-tool-call");
+  // Another family, a name that is no member, a toolset_name that is not a string.
+  EXPECT_EQ(code(R"({"type":"tool_use","id":"t1","name":"left_click","toolset_name":"browser","input":{"coordinate":[1,1]}})"),
+            "task-forbidden-tool-call");
+  EXPECT_EQ(code(member("t1", "bash", R"({"command":"ls"})")), "task-forbidden-tool-call");
+  EXPECT_EQ(code(member("t1", "computer", R"({"action":"left_click","coordinate":[1,1]})")), "task-forbidden-tool-call");
+  EXPECT_EQ(code(R"({"type":"tool_use","id":"t1","name":"left_click","toolset_name":7,"input":{"coordinate":[1,1]}})"),
+            "task-forbidden-tool-call");
+  // A member input carrying "action" is malformed; members with no task equivalent are forbidden.
+  EXPECT_EQ(code(member("t1", "left_click", R"({"action":"right_click","coordinate":[1,1]})")),
+            "task-response");
+  EXPECT_EQ(code(member("t1", "cursor_position", "{}")), "task-action-forbidden");
+  EXPECT_EQ(code(member("t1", "left_mouse_down", "{}")), "task-action-forbidden");
+  EXPECT_EQ(code(member("t1", "left_click", R"({"coordinate":[1,1],"text":"shift"})")), "task-action-forbidden");
+  EXPECT_EQ(code(member("t1", "left_click", R"({"coordinate":[1,1],"bogus":1})")), "task-response");
+  // One refused block refuses the whole turn, even after a valid member.
+  EXPECT_EQ(code(member("t1", "left_click", R"({"coordinate":[1,1]})") + "," + member("t2", "bash", "{}")),
+            "task-forbidden-tool-call");
+  // The single-tool versions refuse member calls.
+  auto single = run("anthropic-computer-20251124", anthropic(member("t1", "left_click", R"({"coordinate":[1,1]})")));
+  ASSERT_FALSE(single.ok());
+  EXPECT_EQ(single.error().code, "task-forbidden-tool-call");
+  // Their results carry no toolset_name.
+  auto t = run("anthropic-computer-20251124", anthropic(tool_use("t1", R"({"action":"screenshot"})")));
+  ASSERT_TRUE(t.ok());
+  std::vector<CallOutcome> o{CallOutcome{CallStatus::kOk, "", nullptr, 0, 0}};
+  EXPECT_FALSE(find_adapter("anthropic-computer-20251124")->tool_results(*t, o)["content"][0].contains("toolset_name"));
 }
 
 TEST(OpenAi, MapsTheBatchedGaActions) {

@@ -514,6 +514,12 @@ def calls_response(adapter: str, calls: Sequence[Sequence[Tuple[Any, ...]]], mod
     native = [[x for step in call for x in _native(adapter, step, image)] for call in calls]
     if adapter == "evident":
         return {"calls": [{"id": f"ocr-{turn}-{i}", "actions": acts} for i, acts in enumerate(native)]}
+    if adapter == "anthropic-toolset-20260801":
+        # a member call: named by the member, with the family in toolset_name, no "action" field
+        blocks = [{"type": "tool_use", "id": f"toolu_ocr_{turn}_{i}_{j}", "name": a["action"],
+                   "toolset_name": "computer", "input": {k: v for k, v in a.items() if k != "action"}}
+                  for i, acts in enumerate(native) for j, a in enumerate(acts)]
+        return anthropic_message(blocks, model, "tool_use", n)
     if adapter.startswith("anthropic-"):
         blocks = [{"type": "tool_use", "id": f"toolu_ocr_{turn}_{i}_{j}", "name": "computer", "input": a}
                   for i, acts in enumerate(native) for j, a in enumerate(acts)]

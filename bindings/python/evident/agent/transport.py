@@ -116,20 +116,25 @@ class _Transport:
         raise NotImplementedError
 
 
-ANTHROPIC_TOOLS: Dict[str, Tuple[str, str, Dict[str, Any]]] = {
-    # tool type -> (engine adapter, anthropic-beta header, extra tool fields)
+ANTHROPIC_TOOLS: Dict[str, Tuple[str, Optional[str], Dict[str, Any]]] = {
+    # tool type -> (engine adapter, anthropic-beta header or None, extra tool fields)
     "computer_20250124": ("anthropic-computer-20250124", "computer-use-2025-01-24", {}),
     "computer_20251124": ("anthropic-computer-20251124", "computer-use-2025-11-24", {"enable_zoom": True}),
+    # The toolset is typed in the GA Messages API (no beta header); its entry is only its type
+    # (every member enabled, zoom included): no name, no display size.
+    "computer_toolset_20260801": ("anthropic-toolset-20260801", None, {}),
 }
 
 
 class AnthropicTransport(_Transport):
     """Messages API (``POST /v1/messages``) with the computer tool. ``tool`` is
-    ``computer_20250124`` or ``computer_20251124`` (zoom enabled). ``display`` is the size the tool
-    declares (the images the model is shown); by default the first observation's image size,
-    which is the engine's scaled size when the display is larger than the provider takes. The
-    ``computer_toolset_20260801`` request shape is not documented anywhere the project could
-    read, so no transport sends it."""
+    ``computer_20250124``, ``computer_20251124`` (zoom enabled) or the toolset
+    ``computer_toolset_20260801`` (declared as ``{"type": "computer_toolset_20260801"}`` alone, as
+    Anthropic's SDK types give it: its member calls are ``tool_use`` blocks named by the member
+    with ``toolset_name``, kept as they came in the conversation). ``display`` is the size the
+    single tool declares (the images the model is shown); by default the first observation's image
+    size, which is the engine's scaled size when the display is larger than the provider takes; the
+    toolset declares no size."""
 
     provider = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
@@ -139,7 +144,8 @@ class AnthropicTransport(_Transport):
                  base_url: str = "https://api.anthropic.com", http: Optional[Http] = None) -> None:
         super().__init__(task, model, api_key, base_url=base_url, http=http)
         if tool not in ANTHROPIC_TOOLS:
-            raise AgentError("agent-transport-args", "tool must be computer_20250124 or computer_20251124")
+            raise AgentError("agent-transport-args",
+                             "tool must be computer_20250124, computer_20251124 or computer_toolset_20260801")
         self.tool = tool
         self.adapter, self._beta, extra = ANTHROPIC_TOOLS[tool]
         self._display = display
@@ -150,8 +156,10 @@ class AnthropicTransport(_Transport):
     def _call(self, obs: Observation) -> Dict[str, Any]:
         if self._display is None:   # the size of the images the model is shown
             self._display = (obs.width, obs.height)
-        tool = {"type": self.tool, "name": "computer", "display_width_px": int(self._display[0]),
-                "display_height_px": int(self._display[1]), **self._extra}
+        tool: Dict[str, Any] = {"type": self.tool}
+        if self._beta is not None:   # a single computer tool: its name and the image size
+            tool.update({"name": "computer", "display_width_px": int(self._display[0]),
+                         "display_height_px": int(self._display[1]), **self._extra})
         if not self.messages:
             self.messages.append({"role": "user", "content": [
                 {"type": "text", "text": self.task},
@@ -161,8 +169,10 @@ class AnthropicTransport(_Transport):
             self.messages.append(self._next_user_content(obs))
         body = {"model": self.model, "max_tokens": self.max_tokens, "tools": [tool],
                 "messages": self.messages}
-        response = self._post("/v1/messages", {"x-api-key": self._api_key, "anthropic-version": "2023-06-01",
-                                               "anthropic-beta": self._beta}, body)
+        headers = {"x-api-key": self._api_key, "anthropic-version": "2023-06-01"}
+        if self._beta is not None:
+            headers["anthropic-beta"] = self._beta
+        response = self._post("/v1/messages", headers, body)
         self.messages.append({"role": "assistant", "content": response.get("content", [])})
         return response
 
