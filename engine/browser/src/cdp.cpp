@@ -87,6 +87,11 @@ struct CdpClient::Impl {
     if (parsed.is_discarded() || !parsed.is_object()) {
       return fail(kFailed, "the browser sent a message that is not a JSON object");
     }
+    // nlohmann's parser does not recurse, but copies and dumps of the value do: a message nested
+    // deeper than a response may be (kMaxResponseJsonDepth) is refused before anything uses it.
+    if (json_depth(parsed, kMaxResponseJsonDepth) > kMaxResponseJsonDepth) {
+      return fail(kFailed, "the browser sent a message nested deeper than the bound");
+    }
     *out = std::move(parsed);
     return 1;
   }

@@ -170,6 +170,24 @@ TEST(CdpClient, AnOversizedMessageBreaksTheConnectionWithAStableCode) {
   EXPECT_TRUE((*c)->broken());
 }
 
+TEST(CdpClient, AMessageNestedPastTheBoundBreaksTheConnectionWithAStableCode) {
+  // 129 levels: one past kMaxResponseJsonDepth (the reply object itself is level 1).
+  ScriptedServer server([](int, const nlohmann::json& req) -> std::vector<std::string> {
+    const std::string id = std::to_string(req["id"].get<int>());
+    if (id == "1") return {R"({"id":1,"result":)" + std::string(127, '[') + std::string(127, ']') + "}"};
+    return {R"({"id":)" + id + R"(,"result":)" + std::string(128, '[') + std::string(128, ']') + "}"};
+  });
+  auto c = CdpClient::connect(server.port(), "/devtools/browser/abc", 2000);
+  ASSERT_TRUE(c.ok());
+  auto within = (*c)->call("Runtime.evaluate", Json::object(), "", 5000);  // 128 levels: taken
+  ASSERT_TRUE(within.ok()) << within.error().message;
+  auto r = (*c)->call("Runtime.evaluate", Json::object(), "", 5000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "browser-cdp-failed");
+  EXPECT_NE(r.error().message.find("nested deeper"), std::string::npos);
+  EXPECT_TRUE((*c)->broken());
+}
+
 TEST(CdpClient, WaitEventTimesOutWithoutBreakingTheConnection) {
   ScriptedServer server([](int, const nlohmann::json& req) -> std::vector<std::string> {
     return {R"({"id":)" + std::to_string(req["id"].get<int>()) + R"(,"result":{"ok":1}})"};
