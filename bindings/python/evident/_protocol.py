@@ -23,6 +23,7 @@ class ActionKind(NamedTuple):
 
 LIMITS: Mapping[str, int] = {
     'request_max_bytes': 262144,
+    'json_depth_max': 64,
     'daemon_max_in_flight': 32,
     'daemon_read_timeout_ms': 10000,
     'client_timeout_ms': 300000,

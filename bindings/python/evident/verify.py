@@ -42,7 +42,8 @@ MAX_CLAIMS_CANONICAL_BYTES = 16384
 # Nesting limit of a receipt document (open containers; {} is depth 1), the same as the C++
 # parser's kMaxJsonDepth: claims have at most 63 levels of their own (they arrive at level 2 of a
 # finish request) and sit at level 2 of the receipt. Deeper files are refused as receipt-json by
-# both verifiers, before any recursive step (docs/receipts.md, docs/reliability.md).
+# both verifiers, before any recursive step (docs/receipts.md, docs/reliability.md); protocol/evident.json's
+# json_depth_max (test_errors_and_protocol.py checks they agree).
 MAX_JSON_DEPTH = 64
 SCHEMA_V2 = "evident.session-receipt/v2"
 SCHEMA_V3 = "evident.session-receipt/v3"

@@ -131,7 +131,8 @@ def test_session_records_the_apps_exit_and_settles(engine):
         app = display.launch(dialog, wait_window_ms=10000)
         with display.session(app, attempt_id="py-app-exit", app_exit="record") as s:
             results = s.actions([a.move_mouse(10, 10), a.key("Return")], settle=True)
-            assert [r.raw["settle"] for r in results][0] in ("settled", "still_loading")
+            # Nothing on xmessage animates: the pointer's move settles (DAMAGE quiet) before the cap.
+            assert results[0].raw["settle"] == "settled"
             evident.wait_for(lambda: not app.alive, 10, "the dialog to exit")
             s.freeze()
             assert s.app_exit is not None and s.app_exit["exit_status"] == 3

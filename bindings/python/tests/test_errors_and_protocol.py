@@ -254,6 +254,7 @@ def test_standalone_verifier_agrees_with_the_protocol_file():
     assert verify.MAX_RECEIPT_FILE_BYTES == _protocol.LIMITS["receipt_file_max_bytes"]
     assert verify.MAX_FRAME_FILE_BYTES == _protocol.LIMITS["frame_file_max_bytes"]
     assert verify.MAX_CLAIMS_CANONICAL_BYTES == _protocol.LIMITS["claims_max_canonical_bytes"]
+    assert verify.MAX_JSON_DEPTH == _protocol.LIMITS["json_depth_max"]
 
 
 def test_action_builders_cover_every_declared_action_kind():

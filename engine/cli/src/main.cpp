@@ -500,4 +500,23 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace evident
 
-int main(int argc, char** argv) { return evident::run(argc, argv); }
+// Anything that escapes a command (it should not: errors are values) is an `internal` error
+// response, never std::terminate: the message names no input, stdout keeps one JSON line under
+// --json, and the exit status is that of an error response.
+int main(int argc, char** argv) {
+  try {
+    return evident::run(argc, argv);
+  } catch (...) {
+    bool json = false;
+    for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+      if (std::string_view(argv[i]) == "--json") json = true;
+    }
+    const evident::Error e = evident::make_error("internal", "an unexpected failure ended the command");
+    if (json) {
+      std::cout << evident::dump_json(evident::error_response(e)) << std::endl;
+    } else {
+      std::cerr << "evident: error [" << e.code << "]: " << e.message << std::endl;
+    }
+    return 1;
+  }
+}

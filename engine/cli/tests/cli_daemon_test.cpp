@@ -570,7 +570,10 @@ TEST_F(CliDaemonTest, ForeignXUntouchedThroughTheDaemon) {
   EXPECT_EQ(ids.size(), 8u);
   EXPECT_EQ(ids.count(foreign.number), 0u);
   EXPECT_TRUE(foreign.untouched());
-  for (const auto& d : cli("display list").json["displays"]) {
+  // The listing is held first: a range-for over a member of cli()'s temporary would read it after
+  // the temporary is gone (C++20 extends the lifetime of the range expression only).
+  auto listed = cli("display list");
+  for (const auto& d : listed.json["displays"]) {
     EXPECT_EQ(cli("display destroy " + std::to_string(d["id"].get<int>()) + " " +
                   d["generation"].get<std::string>()).exit_status, 0);
   }

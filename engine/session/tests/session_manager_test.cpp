@@ -578,7 +578,7 @@ TEST_F(SessionTest, DeadAppOrLostDisplayEndsTheSession) {
   EXPECT_EQ(world_.leases_open, 0);
 }
 
-// ---- settle in session actions (contract §12 amendment; docs/sessions.md "Settle").
+// ---- settle in session actions (docs/sessions.md "Settle").
 
 TEST_F(SessionTest, SettleWaitsBeforeEachFrameAndIsRecordedInTheEvent) {
   std::string sid = to_phase("stage");
@@ -650,7 +650,7 @@ TEST_F(SessionTest, BadSettleAndAppExitValuesAreCommandErrorsAndRunNothing) {
   EXPECT_EQ(mgr_->live_count(), 2u);
 }
 
-// ---- app_exit: "record" (contract §12 amendment; docs/sessions.md "App exit").
+// ---- app_exit: "record" (docs/sessions.md "App exit").
 
 TEST_F(SessionTest, RecordedAppExitIsAnEventAndTheSessionGetsAReceipt) {
   Json b = begin_recording(1);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
@@ -22,7 +23,8 @@ inline constexpr std::int64_t kMaxSafeInteger = 9007199254740991;  // 2^53 - 1
 // scalar is depth 0, `{}` and `[]` depth 1, `{"a":[1]}` depth 2. A claims object sits at level 2
 // of the finish request, so claims have at most 63 levels of their own and the receipt that
 // carries them (claims at level 2 again) stays within the same limit. docs/reliability.md.
-inline constexpr int kMaxJsonDepth = 64;
+// The value is protocol/evident.json's `json_depth_max`.
+inline constexpr int kMaxJsonDepth = static_cast<int>(protocol::kJsonDepthMax);
 // Responses the CLI reads from the daemon wrap a receipt one level deeper than the receipt.
 inline constexpr int kMaxResponseJsonDepth = 2 * kMaxJsonDepth;
 
