@@ -5,6 +5,9 @@ region=None, timeout=)`` waits until a phrase is on screen. The OCR itself (runn
 with bounded input and time, parsing its TSV, grouping words into lines, matching a phrase) is
 the agent OCR policy's (:mod:`evident.agent.ocr`), imported here, so both read text the same way.
 
+``evident text read|find`` (:mod:`evident.text_cli`, docs/cli.md) runs both against a display of
+the daemon, through :class:`evident.Client`.
+
 ``find_text`` is not a polling loop: after a look that misses, it waits in the engine
 (``wait.pixels`` with ``until: "differs"``, DAMAGE-driven) until the region differs from the
 image it just read, then reads again. A screen that never changes costs one OCR pass.
@@ -167,3 +170,4 @@ def find_text(d: _Shooter, text: str, region: Optional[Region] = None, *,
         "last_words": last_words,
     }
     return WaitResult(raw["outcome"], raw["elapsed_ms"], raw)
+

@@ -232,16 +232,29 @@ int run(int argc, char** argv) {
   // `merge` and `fanout` (after any global options) are the Python package's; the rest of the
   // command line is its own (python_delegate.cpp). `verify` is the same function as the X-free
   // `evident-verify` executable (verify_cli.cpp), given the rest of the command line.
+  // `text` (OCR of a display, docs/windows.md) is the package's too: it reaches the daemon given
+  // by --socket (passed on as EVIDENT_SOCKET) through evident.Client.
+  std::string pre_socket;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--json" || a.rfind("--socket=", 0) == 0) continue;
+    if (a == "--json") continue;
+    if (a.rfind("--socket=", 0) == 0) {
+      pre_socket = a.substr(9);
+      continue;
+    }
     if (a == "--socket") {
+      if (i + 1 < argc) pre_socket = argv[i + 1];
       ++i;
       continue;
     }
     if (a == "merge" || a == "fanout") {
       return exec_python_module(a == "merge" ? "evident.merge" : "evident.fanout",
                                 std::vector<std::string>(argv + i + 1, argv + argc), g.json);
+    }
+    if (a == "text") {
+      if (!pre_socket.empty()) ::setenv("EVIDENT_SOCKET", pre_socket.c_str(), 1);
+      return exec_python_module("evident.text_cli", std::vector<std::string>(argv + i + 1, argv + argc),
+                                g.json);
     }
     if (a == "verify") {
       argv[i] = const_cast<char*>("evident verify");  // its --help names the command
@@ -374,6 +387,8 @@ int run(int argc, char** argv) {
                               "(python3 -m evident.merge; docs/scale.md)");
   app.add_subcommand("fanout", "run session jobs on a Dask cluster: --scheduler ADDR JOBS.json "
                                "-o OUT (python3 -m evident.fanout; docs/scale.md)");
+  app.add_subcommand("text", "text on a display by OCR (tesseract): read ID GENERATION | find ID "
+                             "GENERATION TEXT (python3 -m evident.text_cli; docs/windows.md)");
 
   try {
     app.parse(argc, argv);

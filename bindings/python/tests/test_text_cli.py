@@ -1,0 +1,160 @@
+"""`evident text read|find` (OCR of a display through the daemon, docs/cli.md): a real `evident
+daemon` on a private socket, a real Tk app that shows known text and writes where it drew it,
+the CLI binary run as a user runs it (the global --socket before the command, --json)."""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import evident
+
+REPO = Path(__file__).resolve().parents[3]
+PY = "/usr/bin/python3"
+
+# Shows one line at once; writes its screen box (Tk's own geometry) to argv[1] once drawn.
+TK_TEXT = r"""
+import json, os, sys, tkinter as tk
+root = tk.Tk()
+root.title("evident-text-cli")
+root.geometry("460x90+20+30")
+root.configure(bg="white")
+a = tk.Label(root, text="Quarterly Report Ready", font=("DejaVu Sans", 22), bg="white", fg="black")
+a.place(x=10, y=10)
+def done():
+    root.update_idletasks()
+    with open(sys.argv[1] + ".tmp", "w") as f:
+        json.dump([a.winfo_rootx(), a.winfo_rooty(), a.winfo_width(), a.winfo_height()], f)
+    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+root.after(200, done)
+root.mainloop()
+"""
+
+
+def evident_bin():
+    path = os.environ.get("EVIDENT_BIN") or str(REPO / "build" / "engine" / "cli" / "evident")
+    assert os.access(path, os.X_OK), f"the evident CLI is not built at {path} (set EVIDENT_BIN)"
+    return path
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("textcli")
+    sock_dir = tmp / "run"
+    sock_dir.mkdir(mode=0o700)
+    sock = str(sock_dir / "evident.sock")
+    log = tmp / "daemon.log"
+    with open(log, "wb") as log_file:
+        proc = subprocess.Popen([evident_bin(), "daemon", "--socket", sock, "--state-dir", str(tmp / "state")],
+                                stdout=log_file, stderr=subprocess.STDOUT)
+    client = evident.Client(socket=sock, timeout=60)
+
+    def ready():
+        if proc.poll() is not None:
+            raise AssertionError(f"daemon exited: {log.read_text()[-2000:]}")
+        try:
+            return client.ping()
+        except evident.EvidentError as e:
+            if e.code != "daemon-unavailable":
+                raise
+            return None
+
+    evident.wait_for(ready, 20, "the daemon's socket")
+    try:
+        yield sock, client
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+
+
+@pytest.fixture(scope="module")
+def shown(daemon, tmp_path_factory):
+    """A display of the daemon showing the Tk text, and the label's box as Tk drew it."""
+    sock, client = daemon
+    tmp = tmp_path_factory.mktemp("tk")
+    geo = tmp / "geo.json"
+    script = tmp / "text.py"
+    script.write_text(TK_TEXT)
+    with client.create_display(width=640, height=200) as d:
+        d.launch([PY, str(script), str(geo)], wait_window_ms=15000)
+        evident.wait_for(geo.exists, 10, "the app's geometry file")
+        w = d.wait_window(title="evident-text-cli", timeout=5)
+        d.wait_stable(timeout=5)
+        # tesseract reads the window's area (white), not the black root around it (as in
+        # test_screen_text.py, the region is the window's)
+        yield sock, d, json.loads(geo.read_text()), f"{w.x},{w.y},{w.width},{w.height}"
+
+
+def text_cli(sock, *args, env=None):
+    r = subprocess.run([evident_bin(), "--socket", sock, *args], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **(env or {})))
+    return r
+
+
+def _inside(inner, outer, slack=4):
+    x, y, w, h = inner
+    ox, oy, ow, oh = outer
+    return ox - slack <= x and oy - slack <= y and x + w <= ox + ow + slack and y + h <= oy + oh + slack
+
+
+def test_text_read_prints_the_lines_where_the_app_drew_them(shown):
+    sock, d, label, region = shown
+    r = text_cli(sock, "--json", "text", "read", str(d.id), d.generation, "--region", region)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is True
+    assert doc["region"] == dict(zip(("x", "y", "width", "height"), map(int, region.split(","))))
+    line = [ln for ln in doc["lines"] if ln["text"] == "Quarterly Report Ready"]
+    assert len(line) == 1, doc["text"]
+    assert _inside((line[0]["x"], line[0]["y"], line[0]["width"], line[0]["height"]), label)
+    # Plain output is the text itself; a region keeps the read inside it.
+    plain = text_cli(sock, "text", "read", str(d.id), d.generation, "--region", region)
+    assert plain.returncode == 0 and "Quarterly Report Ready" in plain.stdout.splitlines()
+    empty = text_cli(sock, "--json", "text", "read", str(d.id), d.generation, "--region", "600,150,40,50")
+    assert empty.returncode == 0 and json.loads(empty.stdout)["lines"] == []
+
+
+def test_text_find_found_and_timeout(shown):
+    sock, d, label, region = shown
+    r = text_cli(sock, "--json", "text", "find", str(d.id), d.generation, "report ready", "--region", region,
+                 "--timeout", "20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["outcome"] == "found" and doc["checks"] >= 1
+    b = doc["box"]
+    assert _inside((b["x"], b["y"], b["width"], b["height"]), label)
+    t0 = time.monotonic()
+    miss = text_cli(sock, "--json", "text", "find", str(d.id), d.generation, "Cancel Order", "--region", region,
+                    "--timeout", "2")
+    elapsed = time.monotonic() - t0
+    assert miss.returncode == 1, miss.stdout + miss.stderr     # an answer, but scripts can tell
+    doc = json.loads(miss.stdout)
+    assert doc["ok"] is True and doc["outcome"] == "timeout" and doc["box"] is None
+    assert doc["checks"] == 1 and doc["last_words"] >= 3        # an idle screen is read once
+    assert elapsed >= 2
+    plain = text_cli(sock, "text", "find", str(d.id), d.generation, "Cancel Order", "--timeout", "1")
+    assert plain.returncode == 1 and plain.stdout.startswith("timeout after ")
+
+
+def test_text_refuses_bad_input_with_stable_codes(shown):
+    sock, d, _, _ = shown
+    cases = [
+        (["text", "read", str(d.id), "0" * 16], 1, "display-generation-mismatch"),
+        (["text", "read", "999", d.generation], 1, "display-not-found"),
+        (["text", "read", str(d.id), d.generation, "--region", "600,0,100,10"], 2, "usage"),
+        (["text", "read", str(d.id), d.generation, "--timeout", "0"], 2, "usage"),
+        (["text", "find", str(d.id), d.generation, "   "], 2, "usage"),
+        (["text", "read", str(d.id), d.generation, "--region", "1,2,3"], 2, "usage"),
+        (["text", "frobnicate"], 2, "usage"),
+    ]
+    for args, status, code in cases:
+        r = text_cli(sock, "--json", *args)
+        assert r.returncode == status, (args, r.stdout, r.stderr)
+        doc = json.loads(r.stdout)
+        assert doc["ok"] is False and doc["error"]["code"] == code, (args, doc)
+    # No daemon on the socket: the client's own code.
+    r = text_cli(sock + ".none", "--json", "text", "read", str(d.id), d.generation)
+    assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "daemon-unavailable"
