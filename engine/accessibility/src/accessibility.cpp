@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "evident/core/clock.h"
 #include "evident/core/utf8.h"
@@ -376,6 +377,149 @@ bool is_timeout(const Message& r) {
   return e && (std::strcmp(e, DBUS_ERROR_NO_REPLY) == 0 || std::strcmp(e, DBUS_ERROR_TIMEOUT) == 0);
 }
 
+// The tree below `root`, breadth first, one pipelined round per level; then one round for
+// text and values (docs/accessibility.md, "Reading the tree"). Appends to tree.nodes and
+// sets tree.truncated(_by); leaves tree.nodes empty when the root did not answer.
+Status walk_tree(Bus& bus, const Ref& root, const AxLimits& limits, AxTree& tree) {
+  struct Pending {
+    Ref ref;
+    int parent;
+    int depth;
+    int role, name, state, ifaces, children, extents;
+  };
+  std::set<Ref> seen;
+  std::vector<std::pair<Ref, int>> level;  // (ref, parent index)
+  level.push_back({root, -1});
+  seen.insert(level.back().first);
+  int queued = 1;  // refs accepted into the tree so far (each becomes at most one node)
+  struct Later {
+    int node;
+    Ref ref;
+    bool text;
+    bool value;
+  };
+  std::vector<Later> later;
+  // At most this many nodes' calls (6 each) are in flight at once.
+  constexpr std::size_t kWindow = 256;
+  for (int depth = 0; !level.empty(); ++depth) {
+    std::vector<std::pair<Ref, int>> next;
+    for (std::size_t from = 0; from < level.size(); from += kWindow) {
+      std::vector<Pending> sent;
+      const std::size_t to = std::min(level.size(), from + kWindow);
+      for (std::size_t li = from; li < to; ++li) {
+        auto& [ref, parent] = level[li];
+        const char* d = ref.bus.c_str();
+        const char* p = ref.path.c_str();
+        Pending q{ref, parent, depth, 0, 0, 0, 0, 0, 0};
+        q.role = bus.call(d, p, kAccessible, "GetRole", nullptr);
+        q.name = bus.get_property(d, p, kAccessible, "Name");
+        q.state = bus.call(d, p, kAccessible, "GetState", nullptr);
+        q.ifaces = bus.call(d, p, kAccessible, "GetInterfaces", nullptr);
+        q.children = bus.call(d, p, kAccessible, "GetChildren", nullptr);
+        q.extents = bus.call(d, p, kComponent, "GetExtents", [](DBusMessageIter& it) {
+          const std::uint32_t screen = ATSPI_COORD_TYPE_SCREEN;
+          dbus_message_iter_append_basic(&it, DBUS_TYPE_UINT32, &screen);
+        });
+        sent.push_back(q);
+      }
+      for (auto& q : sent) {
+        Message role = bus.take(q.role);
+        std::uint32_t role_number = 0;
+        if (!read_u32(role, role_number)) {
+          if (is_timeout(role) || !bus.connected()) {
+            if (!bus.connected()) return bus_gone();
+            return timed_out(limits.timeout_ms);
+          }
+          continue;  // gone meanwhile (a transient widget): not part of the tree
+        }
+        AxNode n;
+        n.index = static_cast<int>(tree.nodes.size());
+        n.parent = q.parent;
+        n.depth = q.depth;
+        n.role = role_number < ATSPI_ROLE_LAST_DEFINED ? kRoles[role_number] : "unknown";
+        Message name = bus.take(q.name);
+        (void)read_variant_string(name, n.name);
+        Message st = bus.take(q.state);
+        (void)read_states(st, n.states);
+        Message ifs = bus.take(q.ifaces);
+        std::set<std::string> interfaces;
+        (void)read_strings(ifs, interfaces);
+        Message ext = bus.take(q.extents);
+        AxBounds b;
+        if (read_extents(ext, b) && b.width > 0 && b.height > 0) n.bounds = b;
+        Message ch = bus.take(q.children);
+        std::vector<Ref> kids;
+        const std::size_t room = static_cast<std::size_t>(std::max(0, limits.max_nodes - queued));
+        (void)read_refs(ch, kids, room, n.child_count);
+        if (n.child_count > 0 && depth + 1 > limits.max_depth) {
+          tree.truncated = true;
+          if (tree.truncated_by.empty()) tree.truncated_by = "max_depth";
+        } else {
+          if (static_cast<int>(kids.size()) < n.child_count) {
+            tree.truncated = true;
+            if (tree.truncated_by.empty()) tree.truncated_by = "max_nodes";
+          }
+          for (auto& k : kids) {
+            if (seen.insert(k).second) {
+              next.push_back({k, n.index});
+              ++queued;
+            }
+          }
+        }
+        const bool password = role_number == ATSPI_ROLE_PASSWORD_TEXT;
+        const bool editable = std::find(n.states.begin(), n.states.end(), "editable") != n.states.end();
+        if (password) {
+          n.value_withheld = true;  // never read: no Text or Value call goes to a password field
+        } else if (interfaces.count(kValue)) {
+          later.push_back({n.index, q.ref, false, true});
+        } else if (interfaces.count(kText) && editable) {
+          later.push_back({n.index, q.ref, true, false});
+        }
+        if (q.parent >= 0) tree.nodes[q.parent].children.push_back(n.index);
+        tree.nodes.push_back(std::move(n));
+      }
+      bus.reset_pending();
+      if (bus.late()) return timed_out(limits.timeout_ms);
+    }
+    level = std::move(next);
+  }
+  if (tree.nodes.empty()) return {};
+
+  std::vector<int> ids;
+  for (auto& l : later) {
+    const char* d = l.ref.bus.c_str();
+    const char* p = l.ref.path.c_str();
+    if (l.value) {
+      ids.push_back(bus.get_property(d, p, kValue, "CurrentValue"));
+    } else {
+      ids.push_back(bus.call(d, p, kText, "GetText", [](DBusMessageIter& it) {
+        const std::int32_t start = 0;
+        const std::int32_t end = protocol::kAxTextMaxBytes;  // characters; cut to bytes below
+        dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &start);
+        dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &end);
+      }));
+    }
+  }
+  for (std::size_t i = 0; i < later.size(); ++i) {
+    Message r = bus.take(ids[i]);
+    AxNode& n = tree.nodes[later[i].node];
+    if (later[i].value) {
+      double v = 0;
+      if (read_variant_double(r, v) && std::isfinite(v)) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.15g", v);
+        n.value = buf;
+      }
+    } else {
+      std::string text;
+      if (read_string(r, text)) n.value = std::move(text);
+    }
+  }
+  bus.reset_pending();
+  if (bus.late()) return timed_out(limits.timeout_ms);
+  return {};
+}
+
 }  // namespace
 
 Status validate_ax_limits(const AxLimits& l) {
@@ -498,144 +642,102 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
   AxTree tree;
   tree.bus_name = candidates[best].first;
   tree.pid = candidates[best].second;
-
-  // 3. Breadth first, one pipelined round per level; then one round for text and values.
-  struct Pending {
-    Ref ref;
-    int parent;
-    int depth;
-    int role, name, state, ifaces, children, extents;
-  };
-  std::set<Ref> seen;
-  std::vector<std::pair<Ref, int>> level;  // (ref, parent index)
-  level.push_back({Ref{tree.bus_name, ATSPI_DBUS_PATH_ROOT}, -1});
-  seen.insert(level.back().first);
-  int queued = 1;  // refs accepted into the tree so far (each becomes at most one node)
-  struct Later {
-    int node;
-    Ref ref;
-    bool text;
-    bool value;
-  };
-  std::vector<Later> later;
-  // At most this many nodes' calls (6 each) are in flight at once.
-  constexpr std::size_t kWindow = 256;
-  for (int depth = 0; !level.empty(); ++depth) {
-    std::vector<std::pair<Ref, int>> next;
-    for (std::size_t from = 0; from < level.size(); from += kWindow) {
-      std::vector<Pending> sent;
-      const std::size_t to = std::min(level.size(), from + kWindow);
-      for (std::size_t li = from; li < to; ++li) {
-        auto& [ref, parent] = level[li];
-        const char* d = ref.bus.c_str();
-        const char* p = ref.path.c_str();
-        Pending q{ref, parent, depth, 0, 0, 0, 0, 0, 0};
-        q.role = bus.call(d, p, kAccessible, "GetRole", nullptr);
-        q.name = bus.get_property(d, p, kAccessible, "Name");
-        q.state = bus.call(d, p, kAccessible, "GetState", nullptr);
-        q.ifaces = bus.call(d, p, kAccessible, "GetInterfaces", nullptr);
-        q.children = bus.call(d, p, kAccessible, "GetChildren", nullptr);
-        q.extents = bus.call(d, p, kComponent, "GetExtents", [](DBusMessageIter& it) {
-          const std::uint32_t screen = ATSPI_COORD_TYPE_SCREEN;
-          dbus_message_iter_append_basic(&it, DBUS_TYPE_UINT32, &screen);
-        });
-        sent.push_back(q);
-      }
-      for (auto& q : sent) {
-        Message role = bus.take(q.role);
-        std::uint32_t role_number = 0;
-        if (!read_u32(role, role_number)) {
-          if (is_timeout(role) || !bus.connected()) return fail_late(timed_out(limits.timeout_ms));
-          continue;  // gone meanwhile (a transient widget): not part of the tree
-        }
-        AxNode n;
-        n.index = static_cast<int>(tree.nodes.size());
-        n.parent = q.parent;
-        n.depth = q.depth;
-        n.role = role_number < ATSPI_ROLE_LAST_DEFINED ? kRoles[role_number] : "unknown";
-        Message name = bus.take(q.name);
-        (void)read_variant_string(name, n.name);
-        Message st = bus.take(q.state);
-        (void)read_states(st, n.states);
-        Message ifs = bus.take(q.ifaces);
-        std::set<std::string> interfaces;
-        (void)read_strings(ifs, interfaces);
-        Message ext = bus.take(q.extents);
-        AxBounds b;
-        if (read_extents(ext, b) && b.width > 0 && b.height > 0) n.bounds = b;
-        Message ch = bus.take(q.children);
-        std::vector<Ref> kids;
-        const std::size_t room = static_cast<std::size_t>(std::max(0, limits.max_nodes - queued));
-        (void)read_refs(ch, kids, room, n.child_count);
-        if (n.child_count > 0 && depth + 1 > limits.max_depth) {
-          tree.truncated = true;
-          if (tree.truncated_by.empty()) tree.truncated_by = "max_depth";
-        } else {
-          if (static_cast<int>(kids.size()) < n.child_count) {
-            tree.truncated = true;
-            if (tree.truncated_by.empty()) tree.truncated_by = "max_nodes";
-          }
-          for (auto& k : kids) {
-            if (seen.insert(k).second) {
-              next.push_back({k, n.index});
-              ++queued;
-            }
-          }
-        }
-        const bool password = role_number == ATSPI_ROLE_PASSWORD_TEXT;
-        const bool editable = std::find(n.states.begin(), n.states.end(), "editable") != n.states.end();
-        if (password) {
-          n.value_withheld = true;  // never read: no Text or Value call goes to a password field
-        } else if (interfaces.count(kValue)) {
-          later.push_back({n.index, q.ref, false, true});
-        } else if (interfaces.count(kText) && editable) {
-          later.push_back({n.index, q.ref, true, false});
-        }
-        if (q.parent >= 0) tree.nodes[q.parent].children.push_back(n.index);
-        tree.nodes.push_back(std::move(n));
-      }
-      bus.reset_pending();
-      if (bus.late()) return timed_out(limits.timeout_ms);
-    }
-    level = std::move(next);
-  }
+  EVIDENT_TRY(walk_tree(bus, Ref{tree.bus_name, ATSPI_DBUS_PATH_ROOT}, limits, tree));
   if (tree.nodes.empty()) return fail_late(make_error("accessibility-app-not-found",
                                                       "the app's accessible root vanished", true));
-
-  std::vector<int> ids;
-  for (auto& l : later) {
-    const char* d = l.ref.bus.c_str();
-    const char* p = l.ref.path.c_str();
-    if (l.value) {
-      ids.push_back(bus.get_property(d, p, kValue, "CurrentValue"));
-    } else {
-      ids.push_back(bus.call(d, p, kText, "GetText", [](DBusMessageIter& it) {
-        const std::int32_t start = 0;
-        const std::int32_t end = protocol::kAxTextMaxBytes;  // characters; cut to bytes below
-        dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &start);
-        dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &end);
-      }));
-    }
-  }
-  for (std::size_t i = 0; i < later.size(); ++i) {
-    Message r = bus.take(ids[i]);
-    AxNode& n = tree.nodes[later[i].node];
-    if (later[i].value) {
-      double v = 0;
-      if (read_variant_double(r, v) && std::isfinite(v)) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.15g", v);
-        n.value = buf;
-      }
-    } else {
-      std::string text;
-      if (read_string(r, text)) n.value = std::move(text);
-    }
-  }
-  bus.reset_pending();
-  if (bus.late()) return timed_out(limits.timeout_ms);
   tree.elapsed_us = steady_us() - t0;
   return tree;
+}
+
+Result<AxTree> read_ax_desktop(const std::string& a11y_address, const AxLimits& limits) {
+  EVIDENT_TRY(validate_ax_limits(limits));
+  const std::int64_t t0 = steady_us();
+  Bus bus;
+  bus.set_timeout_ms(limits.timeout_ms);
+  EVIDENT_TRY(bus.connect(a11y_address, t0 + limits.timeout_ms * 1000));
+  AxTree tree;
+  tree.bus_name = ATSPI_DBUS_NAME_REGISTRY;
+  EVIDENT_TRY(walk_tree(bus, Ref{tree.bus_name, ATSPI_DBUS_PATH_ROOT}, limits, tree));
+  if (tree.nodes.empty()) {
+    if (!bus.connected()) return bus_gone();
+    if (bus.late()) return timed_out(limits.timeout_ms);
+    return make_error("accessibility-bus-gone",
+                      "the display's AT-SPI registry did not answer for its desktop");
+  }
+  tree.elapsed_us = steady_us() - t0;
+  return tree;
+}
+
+namespace {
+
+// s cut to at most n bytes at a character boundary (s is valid UTF-8).
+std::string cut_utf8(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+bool has_state(const AxNode& n, std::string_view state) {
+  return std::find(n.states.begin(), n.states.end(), state) != n.states.end();
+}
+
+std::string node_line(const AxNode& n, std::size_t field_max_bytes) {
+  std::string line(static_cast<std::size_t>(n.depth) * 2, ' ');
+  line += "[" + std::to_string(n.index) + "] " + n.role + " " +
+          dump_json(Json(cut_utf8(n.name, field_max_bytes)));
+  if (n.bounds) {
+    const AxBounds& b = *n.bounds;
+    line += " center=" + std::to_string(b.x + b.width / 2) + "," +
+            std::to_string(b.y + b.height / 2) + " box=" + std::to_string(b.x) + "," +
+            std::to_string(b.y) + "," + std::to_string(b.width) + "x" + std::to_string(b.height);
+  }
+  if (n.value_withheld) {
+    line += " value=withheld";
+  } else if (n.value) {
+    line += " value=" + dump_json(Json(cut_utf8(*n.value, field_max_bytes)));
+  }
+  std::string states;
+  for (const char* s : kAxObserveStates) {
+    if (has_state(n, s)) states += std::string(states.empty() ? "" : ",") + s;
+  }
+  if (!n.states.empty() && !has_state(n, "enabled") && !has_state(n, "sensitive")) {
+    states += std::string(states.empty() ? "" : ",") + "disabled";
+  }
+  if (!states.empty()) line += " {" + states + "}";
+  return line + "\n";
+}
+
+}  // namespace
+
+AxText ax_tree_text(const AxTree& tree, std::size_t max_bytes, std::size_t field_max_bytes) {
+  AxText out;
+  // Room for the closing line, which is always written when something was left out.
+  constexpr std::size_t kNoteRoom = 160;
+  const std::size_t budget = max_bytes > kNoteRoom ? max_bytes - kNoteRoom : 0;
+  // Depth first from the root (index 0), children in the order read.
+  std::vector<int> stack;
+  if (!tree.nodes.empty()) stack.push_back(0);
+  while (!stack.empty()) {
+    const AxNode& n = tree.nodes[static_cast<std::size_t>(stack.back())];
+    stack.pop_back();
+    std::string line = node_line(n, field_max_bytes);
+    if (out.text.size() + line.size() > budget) {
+      out.cut = true;
+      break;
+    }
+    out.text += line;
+    ++out.lines;
+    for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) stack.push_back(*it);
+  }
+  const std::string total = std::to_string(tree.nodes.size());
+  if (out.cut) {
+    out.text += "(truncated by max_bytes: " + std::to_string(out.lines) + " of " + total +
+                " nodes shown)\n";
+  } else if (tree.truncated) {
+    out.text += "(truncated by " + tree.truncated_by + ": " + total +
+                " nodes shown; the rest of the tree was not read)\n";
+  }
+  return out;
 }
 
 }  // namespace evident

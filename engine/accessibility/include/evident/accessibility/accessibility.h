@@ -71,4 +71,33 @@ struct AxTree {
 Result<AxTree> read_ax_tree(const std::string& a11y_address,
                             const std::function<bool(long pid)>& belongs, const AxLimits& limits);
 
+// Every application registered on the display's AT-SPI bus, read as one tree from the
+// registry's desktop (`org.a11y.atspi.Registry`, its root of role "desktop frame" at depth 0,
+// the applications at depth 1): what `observe: "ax"` of a cu.actions batch shows. Same calls,
+// bounds and password rule as read_ax_tree; `pid` is 0.
+// Errors: accessibility-args, accessibility-bus-gone (also: the registry does not answer),
+// accessibility-timeout.
+Result<AxTree> read_ax_desktop(const std::string& a11y_address, const AxLimits& limits);
+
+// The text observation of a tree (docs/accessibility.md, "observe: ax"): one line per node,
+// depth first, indented two spaces per level:
+//   [INDEX] ROLE "NAME" center=CX,CY box=X,Y,WxH value="VALUE" {STATE,...}
+// name and value are JSON strings cut to field_max_bytes (at a character boundary); box and
+// center only when the node has bounds; value only when read (`value=withheld` for a password
+// field); only the states of interest (kAxObserveStates, plus "disabled" for a node with states
+// but neither "enabled" nor "sensitive"). At most max_bytes in all: whole lines, then a last line
+// saying what was left out (also when the tree itself was truncated).
+struct AxText {
+  std::string text;
+  int lines = 0;  // node lines written
+  bool cut = false;
+};
+AxText ax_tree_text(const AxTree& tree, std::size_t max_bytes, std::size_t field_max_bytes);
+
+// The states a text observation shows (the rest are left out as noise).
+inline constexpr const char* kAxObserveStates[] = {
+    "active",   "checked",   "collapsed", "editable",      "expanded", "focused",
+    "indeterminate", "invalid-entry", "modal", "multi-line", "pressed", "read-only",
+    "required", "selected"};
+
 }  // namespace evident
