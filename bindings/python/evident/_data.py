@@ -146,16 +146,32 @@ class ActionResult:
 
 @dataclass(frozen=True)
 class Observation:
+    """A batch's observation: ``kind`` ``pixels`` (``png``), ``ax`` (``ax``: the display's
+    accessibility tree as text, docs/accessibility.md) or ``none`` (``reason`` says why)."""
+
     kind: str
     reason: str
     png: Optional[PngInfo]
+    ax: Optional[Mapping[str, Any]] = None
 
     @classmethod
     def from_json(cls, obj: Optional[Mapping[str, Any]]) -> Optional["Observation"]:
         if not obj:
             return None
+        ax = obj.get("ax")
         return cls(str(obj.get("kind", "")), str(obj.get("reason", "")),
-                   PngInfo.from_json(obj.get("png")))
+                   PngInfo.from_json(obj.get("png")), dict(ax) if isinstance(ax, Mapping) else None)
+
+    @property
+    def text(self) -> Optional[str]:
+        """``observe="ax"``: one line per node (``[INDEX] ROLE "NAME" center=X,Y box=X,Y,WxH
+        value="…" {states}``, indented by depth); None for other kinds."""
+        return None if self.ax is None else str(self.ax.get("text", ""))
+
+    @property
+    def truncated(self) -> bool:
+        """``observe="ax"``: a bound (``ax["truncated_by"]``) left part of the tree out."""
+        return bool(self.ax and self.ax.get("truncated"))
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,10 @@ LIMITS: Mapping[str, int] = {
     'ax_depth_max': 64,
     'ax_timeout_ms': 10000,
     'ax_text_max_bytes': 4096,
+    'ax_observe_max_nodes': 500,
+    'ax_observe_max_depth': 24,
+    'ax_observe_max_bytes': 65536,
+    'ax_observe_field_max_bytes': 256,
 }
 
 # family -> the exception class (evident/errors.py) raised for every code of the family

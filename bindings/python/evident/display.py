@@ -155,6 +155,9 @@ class Display(ActionHelpers, WindowHelpers):
                 settle: Settle = False, coordinate_space: str = "pixel") -> BatchResult:
         """Runs one action batch outside a session (docs/protocol.md §4); refused while a session holds
         this display. Results are data; a refused batch raises ``ActionError``/``UsageError``.
+        ``observe``: ``"pixels"`` (a PNG), ``"none"`` or ``"ax"`` (the display's accessibility
+        tree as text, ``batch.observation.text``; a display created with ``accessibility=True``,
+        else ``AccessibilityError("accessibility-off")`` before anything runs).
         """
         request: Dict[str, Any] = {"actions": [dict(a) for a in actions], "observe": observe,
                                    "settle": settle, "coordinate_space": coordinate_space}

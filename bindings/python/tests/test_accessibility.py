@@ -3,9 +3,14 @@ display's own dbus-daemons and at-spi2-registryd, and a real GTK 3 app (fixtures
 the tree's roles, names, states and screen bounds; a button found by role and name and clicked
 at its centre with native input (the app records the click); typed text read back from the
 entry while the password typed into the password field is absent from everything returned;
-the bounds; the refusals with their codes; and the stack gone with the display."""
+the bounds; the refusals with their codes; the stack gone with the display; and a cu actions
+batch's `observe: "ax"` text observation (its centres, values, withheld password, bounds and
+refusals)."""
 import json
 import os
+import re
+import select
+import signal
 import sys
 
 import pytest
@@ -149,6 +154,129 @@ def test_bounds_and_refusals(engine, tmp_path):
         assert e.value.code == "accessibility-off"
 
 
+# One line of an observe="ax" text (docs/accessibility.md, "observe: ax").
+_AX_LINE = re.compile(
+    r'^(?P<indent> *)\[(?P<index>\d+)\] (?P<role>[a-z][a-z -]*?) (?P<name>"(?:[^"\\]|\\.)*")'
+    r'(?: center=(?P<cx>-?\d+),(?P<cy>-?\d+) box=(?P<x>-?\d+),(?P<y>-?\d+),(?P<w>\d+)x(?P<h>\d+))?'
+    r'(?: value=(?P<value>withheld|"(?:[^"\\]|\\.)*"))?(?: \{(?P<states>[a-z,-]+)\})?$')
+
+
+def _ax_lines(text):
+    """The node lines of an observation text as dicts; the closing "(truncated …)" line, if
+    any, as the second value. Every other line must parse."""
+    nodes, closing = [], None
+    lines = text.split("\n")
+    assert lines[-1] == ""
+    for line in lines[:-1]:
+        if line.startswith("(truncated by "):
+            assert closing is None
+            closing = line
+            continue
+        assert closing is None, "the closing line is the last"
+        m = _AX_LINE.match(line)
+        assert m, line
+        value = m["value"]
+        nodes.append({"depth": len(m["indent"]) // 2, "index": int(m["index"]), "role": m["role"],
+                      "name": json.loads(m["name"]),
+                      "center": (int(m["cx"]), int(m["cy"])) if m["cx"] else None,
+                      "value": value if value in (None, "withheld") else json.loads(value),
+                      "states": set(m["states"].split(",")) if m["states"] else set()})
+    return nodes, closing
+
+
+def _one(nodes, role, name=None):
+    found = [n for n in nodes if n["role"] == role and (name is None or n["name"] == name)]
+    assert len(found) == 1, (role, name, found)
+    return found[0]
+
+
+def test_observe_ax_after_a_batch_clicks_where_it_says_and_never_shows_the_password(engine, tmp_path):
+    """`observe: "ax"`: the display's apps as text after the batch; the centres it gives are
+    where the widgets are (clicking one reaches the app, per its own log), the typed text is the
+    entry's value, the password field says `value=withheld` and the secret is nowhere in the
+    reply; a display without the stack, or whose stack died, refuses the batch before any action
+    runs (the same click on a control display does reach the app)."""
+    log = tmp_path / "events.jsonl"
+    with engine.create_display(width=480, height=400, accessibility=True) as display:
+        app = _launch(display, log)
+        first = display.actions([a.wait(1)], observe="ax")
+        obs = first.observation
+        assert obs.kind == "ax" and obs.png is None and not obs.truncated, obs
+        assert obs.ax["truncated_by"] is None and obs.ax["app_count"] == 1
+        assert obs.ax["max_nodes"] == 500 and obs.ax["max_depth"] == 24
+        nodes, closing = _ax_lines(obs.text)
+        assert closing is None and len(nodes) == obs.ax["node_count"] == obs.ax["line_count"]
+        assert nodes[0]["role"] == "desktop frame" and nodes[0]["depth"] == 0
+        assert _one(nodes, "application")["depth"] == 1
+        frame = _one(nodes, "frame", "AX fixture")
+        assert frame["depth"] == 2 and frame["center"] is not None
+        assert _one(nodes, "label", "Hello label")
+        button = _one(nodes, "push button", "Press me")
+        entry = _one(nodes, "text", "name")
+        password = _one(nodes, "password text", "password")
+        assert entry["value"] == "" and "editable" in entry["states"]
+        assert password["value"] == "withheld"
+        assert _one(nodes, "spin button")["value"] == "42"
+        # Depth first: every node follows its parent, one level deeper at most.
+        for before, after in zip(nodes, nodes[1:]):
+            assert after["depth"] <= before["depth"] + 1
+
+        batch = display.actions([a.click(*entry["center"]), a.type("visible text"),
+                                 a.click(*password["center"]), a.type(SECRET),
+                                 a.click(*button["center"])], observe="ax", settle=True).check()
+        assert {"event": "clicked", "button": "Press me"} in _events(log)
+        nodes, _ = _ax_lines(batch.observation.text)
+        assert _one(nodes, "label", "Pressed") and not [n for n in nodes if n["name"] == "Hello label"]
+        assert _one(nodes, "text", "name")["value"] == "visible text"
+        assert _one(nodes, "password text", "password")["value"] == "withheld"
+        assert "focused" in _one(nodes, "push button", "Press me")["states"]
+        assert "focused" not in _one(nodes, "text", "name")["states"]
+        assert SECRET not in json.dumps(batch.raw)
+
+        # A stack that died: refused before the click (the app logs no second click).
+        clicks = _events(log).count({"event": "clicked", "button": "Press me"})
+        layer = next(l for l in display.status().layers if l["name"] == "accessibility")
+        registry = int(re.search(r"at-spi2-registryd pid (\d+)", layer["detail"]).group(1))
+        pidfd = os.pidfd_open(registry)
+        try:
+            os.kill(registry, signal.SIGKILL)
+            assert select.select([pidfd], [], [], 10)[0], "the registry did not die"
+        finally:
+            os.close(pidfd)
+        with pytest.raises(evident.AccessibilityError) as e:
+            display.actions([a.click(*button["center"])], observe="ax")
+        assert e.value.code == "accessibility-bus-gone"
+        # The control: the same click without observe ax reaches the button.
+        display.actions([a.click(*button["center"])], observe="none", settle=True).check()
+        assert _events(log).count({"event": "clicked", "button": "Press me"}) == clicks + 1
+
+    # No stack at all: refused with accessibility-off before the click; the control batch's
+    # same click (the same fixture at the same place) reaches the button.
+    plain_log = tmp_path / "plain.jsonl"
+    with engine.create_display(width=480, height=400) as plain:
+        _launch(plain, plain_log)
+        with pytest.raises(evident.AccessibilityError) as e:
+            plain.actions([a.click(*button["center"])], observe="ax")
+        assert e.value.code == "accessibility-off" and not e.value.retryable
+        assert {"event": "clicked", "button": "Press me"} not in _events(plain_log)
+        plain.actions([a.click(*button["center"])], observe="none", settle=True).check()
+        assert _events(plain_log).count({"event": "clicked", "button": "Press me"}) == 1
+
+
+def test_observe_ax_is_bounded_in_nodes_and_says_so(engine, tmp_path):
+    """600 check buttons: the observation stops at ax_observe_max_nodes and its text ends with
+    the line that says so."""
+    with engine.create_display(width=480, height=400, accessibility=True) as display:
+        _launch(display, tmp_path / "events.jsonl", "--widgets", "600")
+        obs = display.actions([a.wait(1)], observe="ax").observation
+        assert obs.kind == "ax" and obs.truncated and obs.ax["truncated_by"] == "max_nodes"
+        assert obs.ax["node_count"] == 500
+        nodes, closing = _ax_lines(obs.text)
+        assert len(nodes) == 500
+        assert closing == "(truncated by max_nodes: 500 nodes shown; the rest of the tree was not read)"
+        assert len(obs.text.encode()) <= 65536
+
+
 def _alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -160,8 +288,9 @@ def _alive(pid):
 @pytest.mark.skipif(not os.environ.get("EVIDENT_BIN") or not os.path.exists(os.environ["EVIDENT_BIN"]),
                     reason="EVIDENT_BIN (the built CLI) is not set")
 def test_cli_tree_and_nothing_left_after_the_daemon_is_killed(tmp_path):
-    """`evident display create --accessibility`, `evident accessibility tree` through a real
-    daemon; then the daemon is SIGKILLed and the stack's processes (named by `display status`)
+    """`evident display create --accessibility`, `evident accessibility tree` and `evident cu
+    actions` with `observe: "ax"` through a real daemon; then the daemon is SIGKILLed and the
+    stack's processes (named by `display status`)
     die with it (PR_SET_PDEATHSIG), as do the app's."""
     import re
     import signal
@@ -196,6 +325,10 @@ def test_cli_tree_and_nothing_left_after_the_daemon_is_killed(tmp_path):
         assert rc == 0 and out["node_count"] == 2 and out["truncated_by"] == "max_nodes"
         rc, out = run("accessibility", "tree", app_id, "--max-nodes", "0")
         assert rc != 0 and out["error"]["code"] == "request-args"
+        rc, out = run("cu", "actions", did, gen, "--request",
+                      '{"actions":[{"type":"wait","ms":1}],"observe":"ax"}')
+        assert rc == 0 and out["observation"]["kind"] == "ax", out
+        assert '] push button "Press me" center=' in out["observation"]["ax"]["text"], out
         rc, out = run("display", "status", did, gen)
         layer = next(l for l in out["layers"] if l["name"] == "accessibility")
         assert layer["state"] == "ready"

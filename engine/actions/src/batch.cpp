@@ -18,8 +18,15 @@ Result<ActionBatchRequest> parse_action_batch_request(const Json& request, int d
   if (f.has("observe")) {
     auto o = f.string("observe");
     if (!o.ok()) return o.error();
-    if (*o != "pixels" && *o != "none") return make_error(code, "request: field \"observe\" must be pixels or none");
-    out.observe = *o == "pixels";
+    if (*o == "pixels") {
+      out.observe = ObserveKind::kPixels;
+    } else if (*o == "none") {
+      out.observe = ObserveKind::kNone;
+    } else if (*o == "ax") {
+      out.observe = ObserveKind::kAx;
+    } else {
+      return make_error(code, "request: field \"observe\" must be pixels, none or ax");
+    }
   }
   if (f.has("settle")) {
     const Json& s = request.at("settle");
@@ -72,13 +79,21 @@ bool batch_is_bounded(const Json& request) {
   return true;
 }
 
-Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
+Result<Json> run_action_batch(ActionExecutor& executor, const Json& request, const AxObserver* ax) {
   const ExecutorContext& ctx = executor.context();
   auto parsed = parse_action_batch_request(request, ctx.width, ctx.height);
   if (!parsed.ok()) return parsed.error();
   const std::vector<Action>& actions = parsed->actions;
   const std::int64_t settle_cap_ms = parsed->settle_cap_ms;
-  const bool observe = parsed->observe;
+  const bool observe = parsed->observe == ObserveKind::kPixels;
+  const bool observe_ax = parsed->observe == ObserveKind::kAx;
+  if (observe_ax) {
+    if (!ax || !ax->check || !ax->observe) {
+      return make_error("accessibility-off",
+                        "observe \"ax\" needs a display created with accessibility; nothing ran");
+    }
+    EVIDENT_TRY(ax->check());
+  }
 
   executor.set_settle_tracking(settle_cap_ms > 0);
   Json results = Json::array();
@@ -109,6 +124,19 @@ Result<Json> run_action_batch(ActionExecutor& executor, const Json& request) {
   }
 
   Json observation{{"kind", "none"}, {"reason", "not requested (observe: none)"}, {"png", nullptr}};
+  if (observe_ax) {
+    // After the settle, like a frame; the read is D-Bus only (no X, no display mutex).
+    Result<Json> tree = ax->observe();
+    if (!tree.ok()) {
+      observation["reason"] = "accessibility read failed (" + tree.error().code + "): " +
+                              tree.error().message;
+    } else {
+      observation = Json{{"kind", "ax"},
+                         {"reason", "the display's accessibility tree after the batch and its settle"},
+                         {"png", nullptr},
+                         {"ax", std::move(*tree)}};
+    }
+  }
   if (observe) {
     Result<PngFrame> frame = make_error("capture-unavailable", "no capturer for this display");
     if (ctx.capturer) {

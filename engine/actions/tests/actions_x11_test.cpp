@@ -328,8 +328,11 @@ TEST(ActionsX11, RefusedBatchInjectsNothing) {
        R"({"actions":[{"type":"type","text":"abc"},{"type":"wait","ms":9999}]})",
        R"({"actions":[]})",
        R"({"actions":[{"type":"click","x":10,"y":10}],"settle":6000})",
-       R"({"actions":[{"type":"click","x":10,"y":10}],"extra":1})"},
-      {"action-invalid", "actions-request"}, 600, 300);
+       R"({"actions":[{"type":"click","x":10,"y":10}],"extra":1})",
+       R"({"actions":[{"type":"click","x":10,"y":10}],"observe":"AX"})",
+       // No accessibility observer (as on a display without the stack): refused up front.
+       R"({"actions":[{"type":"click","x":10,"y":10}],"observe":"ax"})"},
+      {"action-invalid", "actions-request", "accessibility-off"}, 600, 300);
   auto all = events(rig.log);
   for (std::size_t i = before; i < all.size(); ++i) {
     if (all[i]["type"] == "button_press" || all[i]["type"] == "key_press") {

@@ -116,6 +116,26 @@ TEST(Parse, ProjectionRedactsSecrets) {
 // Which batches may run on the caller's thread (Engine::call_inline): settle off and every
 // action of a kind the protocol file marks bounded. The expected kinds are written out here,
 // not read from the protocol tables the code uses.
+TEST(Parse, ObserveKinds) {
+  auto kind = [](const std::string& observe) -> Result<ActionBatchRequest> {
+    return parse_action_batch_request(
+        Json::parse(R"({"actions":[{"type":"click","x":1,"y":2}],"observe":)" + observe + "}"), 1280,
+        800);
+  };
+  EXPECT_EQ(kind(R"("pixels")")->observe, ObserveKind::kPixels);
+  EXPECT_EQ(kind(R"("none")")->observe, ObserveKind::kNone);
+  EXPECT_EQ(kind(R"("ax")")->observe, ObserveKind::kAx);
+  auto dflt = parse_action_batch_request(Json::parse(R"({"actions":[{"type":"click","x":1,"y":2}]})"),
+                                         1280, 800);
+  ASSERT_TRUE(dflt.ok());
+  EXPECT_EQ(dflt->observe, ObserveKind::kPixels);
+  for (const char* bad : {R"("AX")", R"("ax ")", R"("text")", R"(["ax"])", "true", "null"}) {
+    auto r = kind(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, "actions-request") << bad;
+  }
+}
+
 TEST(BatchIsBounded, OnlyBoundedKindsWithoutSettle) {
   auto bounded = [](const std::string& text) {
     return batch_is_bounded(Json::parse(text));

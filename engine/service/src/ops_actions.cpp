@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "evident/accessibility/accessibility.h"
 #include "evident/actions/batch.h"
 #include "evident/core/fs.h"
 #include "evident/display/display.h"
@@ -23,11 +24,61 @@ std::string next_batch_owner() {
   return "cu-actions-" + std::to_string(next.fetch_add(1, std::memory_order_relaxed) + 1);
 }
 
-// True unless the request asks for "observe":"none" (the default is "pixels"); the parser
-// refuses any other value before a frame could be written.
+// True unless the request asks for "observe":"none" or "ax" (the default is "pixels"); the
+// parser refuses any other value before a frame could be written.
 bool observes(const Json& request) {
   auto o = request.find("observe");
-  return o == request.end() || !o->is_string() || o->get_ref<const std::string&>() != "none";
+  if (o == request.end() || !o->is_string()) return true;
+  const std::string& kind = o->get_ref<const std::string&>();
+  return kind != "none" && kind != "ax";
+}
+
+// observe:"ax" (docs/accessibility.md, "observe: ax"): refused before anything runs on a display
+// without a live accessibility stack; after the batch, the desktop of the display's AT-SPI bus
+// as text within the ax_observe_* bounds.
+AxObserver ax_observer_for(const std::shared_ptr<OwnedDisplay>& disp) {
+  AxObserver ax;
+  ax.check = [disp]() -> Status {
+    if (!disp->accessibility_bus()) {
+      return make_error("accessibility-off",
+                        "observe \"ax\": the display was created without accessibility (display "
+                        "create --accessibility); nothing ran");
+    }
+    if (!disp->accessibility_alive()) {
+      return make_error("accessibility-bus-gone",
+                        "observe \"ax\": the display's accessibility stack is no longer running; "
+                        "nothing ran");
+    }
+    return {};
+  };
+  ax.observe = [disp]() -> Result<Json> {
+    auto bus = disp->accessibility_bus();
+    if (!bus || !disp->accessibility_alive()) {
+      return make_error("accessibility-bus-gone",
+                        "the display's accessibility stack is no longer running");
+    }
+    AxLimits limits;
+    limits.max_nodes = static_cast<int>(protocol::kAxObserveMaxNodes);
+    limits.max_depth = static_cast<int>(protocol::kAxObserveMaxDepth);
+    auto tree = read_ax_desktop(bus->a11y_address, limits);
+    if (!tree.ok()) return tree.error();
+    const AxText text = ax_tree_text(*tree, static_cast<std::size_t>(protocol::kAxObserveMaxBytes),
+                                     static_cast<std::size_t>(protocol::kAxObserveFieldMaxBytes));
+    int apps = 0;
+    for (const AxNode& n : tree->nodes) apps += n.depth == 1 ? 1 : 0;
+    const bool truncated = tree->truncated || text.cut;
+    std::string by = text.cut ? "max_bytes" : tree->truncated_by;
+    return Json{{"text", text.text},
+                {"node_count", static_cast<int>(tree->nodes.size())},
+                {"line_count", text.lines},
+                {"app_count", apps},
+                {"truncated", truncated},
+                {"truncated_by", truncated ? Json(by) : Json(nullptr)},
+                {"max_nodes", limits.max_nodes},
+                {"max_depth", limits.max_depth},
+                {"elapsed_us", tree->elapsed_us}};
+  };
+  return ax;
 }
 
 }  // namespace
@@ -86,7 +137,8 @@ void register_action_ops(OpTable& ops, DisplayManager& displays, std::string run
     // deferred to the display's restorer (docs/input.md).
     cancel_target->set(ex->get());
     if (disp->destroyed()) (*ex)->cancel();  // a destroy that began before the store
-    auto result = run_action_batch(**ex, **req);
+    const AxObserver ax = ax_observer_for(disp);
+    auto result = run_action_batch(**ex, **req, &ax);
     cancel_target->set(nullptr);
     if (disp->destroyed()) {
       return make_error("display-destroyed",

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "evident/actions/action.h"
@@ -18,11 +19,24 @@ inline constexpr std::int64_t kSettleQuietMs = protocol::kSettleQuietMs;
 inline constexpr std::int64_t kSettleDefaultCapMs = protocol::kSettleDefaultCapMs;
 inline constexpr std::int64_t kSettleMaxCapMs = protocol::kSettleMaxCapMs;
 
+// What a batch returns after its actions ("observe").
+enum class ObserveKind { kPixels, kNone, kAx };
+
 // A §4 batch request, validated whole before anything runs.
 struct ActionBatchRequest {
   std::vector<Action> actions;     // parsed for the display's size (BatchMode::kCuActions)
-  bool observe = true;             // "observe": "pixels" (default) | "none"
+  ObserveKind observe = ObserveKind::kPixels;  // "observe": "pixels" (default) | "none" | "ax"
   std::int64_t settle_cap_ms = 0;  // 0 = settle off
+};
+
+// The accessibility observation of a batch with "observe": "ax", supplied by the layer that
+// owns the display's accessibility stack (the service; this module knows no AT-SPI).
+struct AxObserver {
+  // Before any action runs: an error refuses the batch (nothing ran), e.g. accessibility-off.
+  std::function<Status()> check;
+  // After the actions and the settle: the observation's "ax" object, or an error that the
+  // observation reports (kind "none", the code in its reason); the actions' results stand.
+  std::function<Result<Json>()> observe;
 };
 
 // Parses and validates a §4 request ({"actions","observe","settle","coordinate_space"}) for a
@@ -41,9 +55,11 @@ bool batch_is_bounded(const Json& request);
 // Runs a §4 request ({"actions","observe","settle","coordinate_space"}) and returns
 // {"results":[...],"observation":{...},"settle":{...}} (without "ok").
 // Errors before anything ran: "actions-request" (bad top-level shape/field/value),
-// "action-invalid" (a bad action). After actions ran, failures are results, except a failed
-// release ("input-release-failed", "keymap-restore-failed"), which is returned as an error.
-// Settle "fixed" means the batch had no input action, so there was nothing to settle.
-Result<Json> run_action_batch(ActionExecutor& executor, const Json& request);
+// "action-invalid" (a bad action), and for "observe": "ax" "accessibility-off" (no `ax`
+// observer) or what ax->check() returns. After actions ran, failures are results, except a
+// failed release ("input-release-failed", "keymap-restore-failed"), which is returned as an
+// error. Settle "fixed" means the batch had no input action, so there was nothing to settle.
+Result<Json> run_action_batch(ActionExecutor& executor, const Json& request,
+                              const AxObserver* ax = nullptr);
 
 }  // namespace evident
