@@ -1,6 +1,7 @@
 #include "evident/daemon/daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -340,14 +341,20 @@ void Daemon::worker() {
     d.text = handle(job.actor, job.request, &d.log);
     d.log = "uid=" + std::to_string(job.actor.uid) + " " + d.log + " (" +
             std::to_string((steady_us() - job.t0_us) / 1000) + " ms)";
+    bool idle = false;
     {
       std::lock_guard lock(q_mu_);
       done_.push_back(std::move(d));
       --busy_workers_;
+      idle = busy_workers_ == 0 && jobs_.empty();
     }
     idle_cv_.notify_all();
     const std::uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof one);
+    // The daemon went idle (the answer is already on its way): give the pages freed by the
+    // request back to the kernel, so a long-lived daemon's RSS follows what it holds, not the
+    // peak of each session (docs/reliability.md, the soak).
+    if (idle) ::malloc_trim(0);
   }
 }
 
@@ -620,6 +627,9 @@ Result<int> Daemon::run() {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread exists: at most two malloc arenas instead of one per thread (the daemon runs
+  // dozens of threads; each arena keeps its own freed memory), docs/reliability.md.
+  ::mallopt(M_ARENA_MAX, 2);
   int sfd = ::signalfd(-1, &sigs, SFD_CLOEXEC);
   if (sfd < 0) return make_error("daemon-socket-failed", "signalfd: " + errno_text(errno));
 
