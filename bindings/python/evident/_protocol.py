@@ -73,6 +73,8 @@ LIMITS: Mapping[str, int] = {
     'video_start_timeout_ms': 10000,
     'video_stop_timeout_ms': 10000,
     'session_request_max_bytes': 98304,
+    'browser_viewport_min': 64,
+    'browser_viewport_max': 8192,
     'attempt_id_max_bytes': 256,
     'session_id_max_bytes': 256,
     'claims_max_canonical_bytes': 16384,

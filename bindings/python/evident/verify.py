@@ -86,6 +86,13 @@ ARTIFACT_KEYS = frozenset({"kind", "name", "media_type", "sha256", "byte_length"
                            "start_offset_ms"})
 VIDEO_ARTIFACT = {"kind": "video", "name": "video.webm", "media_type": "video/webm"}
 VIDEO_MAX_BYTES = 268435456
+# A bound browser workspace (docs/receipts.md §15); the viewport's bounds are the protocol's
+# browser_viewport_min/max.
+BROWSER_KEYS = frozenset({"workspace_id", "browser_version", "target_id", "profile_sha256", "viewport"})
+BROWSER_VIEWPORT_MIN = 64
+BROWSER_VIEWPORT_MAX = 8192
+_PRINTABLE_ASCII = re.compile(r"[\x20-\x7e]{1,256}")
+_TARGET_ID = re.compile(r"[0-9A-Za-z._-]{1,128}")
 EVENT_KEYS = {
     "initial_frame": frozenset({"index", "kind", "frame_sha256"}),
     "action": frozenset({"index", "kind", "action", "projection_sha256", "status", "input",
@@ -451,6 +458,29 @@ def _artifacts_problem(a: Any, elapsed_ms: Any) -> Optional[str]:
     return None
 
 
+def _browser_problem(b: Any) -> Optional[str]:
+    """The shape of a v3 receipt's ``browser``: the workspace the session bound at begin."""
+    if not _exact_keys(b, BROWSER_KEYS):
+        return ("browser does not have exactly workspace_id, browser_version, target_id, "
+                "profile_sha256, viewport")
+    if not _prefixed(b["workspace_id"], "browser-", 32):
+        return "browser.workspace_id is not browser-<32 hex>"
+    v = b["browser_version"]
+    if not (isinstance(v, str) and _PRINTABLE_ASCII.fullmatch(v)):
+        return "browser.browser_version is not 1..256 printable ASCII"
+    t = b["target_id"]
+    if not (isinstance(t, str) and _TARGET_ID.fullmatch(t)):
+        return "browser.target_id is not 1..128 of [0-9A-Za-z._-]"
+    if not _hex64(b["profile_sha256"]):
+        return "browser.profile_sha256 is not 64 lowercase hex"
+    vp = b["viewport"]
+    if not (_exact_keys(vp, ("width", "height"))
+            and all(_int_min(vp[k], BROWSER_VIEWPORT_MIN) and vp[k] <= BROWSER_VIEWPORT_MAX
+                    for k in ("width", "height"))):
+        return "browser.viewport is not {width,height} each in browser_viewport_min..browser_viewport_max"
+    return None
+
+
 def _artifact_files_problem(frames_dir: str, artifacts: List[Dict[str, Any]]) -> Optional[str]:
     """Each artifact is DIR/<name>, a regular file of byte_length bytes hashing to its sha256."""
     for a in artifacts:
@@ -475,7 +505,9 @@ def _schema_problem(r: Any) -> Optional[str]:
     if not isinstance(r, dict):
         return "receipt is not a JSON object"
     with_artifacts = "artifacts" in r
-    if set(r) != (TOP_LEVEL_KEYS | {"artifacts"} if with_artifacts else TOP_LEVEL_KEYS):
+    with_browser = "browser" in r
+    optional = {k for k, present in (("artifacts", with_artifacts), ("browser", with_browser)) if present}
+    if set(r) != TOP_LEVEL_KEYS | optional:
         return "receipt does not have exactly the top-level keys of a session receipt"
     if r["schema"] not in (SCHEMA_V3, SCHEMA_V2) or not isinstance(r["schema"], str):
         return 'schema is not "evident.session-receipt/v3" or "evident.session-receipt/v2"'
@@ -484,6 +516,12 @@ def _schema_problem(r: Any) -> Optional[str]:
         if not v3:
             return "artifacts need schema evident.session-receipt/v3"
         p = _artifacts_problem(r["artifacts"], r["elapsed_ms"])
+        if p:
+            return p
+    if with_browser:
+        if not v3:
+            return "browser needs schema evident.session-receipt/v3"
+        p = _browser_problem(r["browser"])
         if p:
             return p
     if not _prefixed(r["session_id"], "ses-", 32):

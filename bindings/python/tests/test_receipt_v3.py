@@ -92,6 +92,8 @@ def test_protocol_tables_agree_with_the_standalone_verifier():
     assert V.COMMITTED_ACTIONS == _protocol.COMMITTED_ACTION_KINDS
     assert V.SETTLE_OUTCOMES == frozenset(_protocol.SETTLE_OUTCOMES)
     assert V.VIDEO_MAX_BYTES == _protocol.LIMITS["video_max_bytes"]
+    assert V.BROWSER_VIEWPORT_MIN == _protocol.LIMITS["browser_viewport_min"]
+    assert V.BROWSER_VIEWPORT_MAX == _protocol.LIMITS["browser_viewport_max"]
 
 
 # ------------------------------------------------------------------------------ goldens
@@ -361,6 +363,94 @@ def test_the_video_file_is_checked_with_the_frames(tmp_path):
     assert failed(V.verify_receipt(r, frames_dir=str(frames))) == ["artifacts"]
 
 
+# A session that bound a browser workspace (begin's "browser", docs/receipts.md section 15):
+# a golden with a well-formed member added and re-sealed is the base of every mutation.
+BROWSER_MEMBER = {"workspace_id": "browser-" + "0123456789abcdef" * 2,
+                  "browser_version": "Chrome/140.0.7339.185",
+                  "target_id": "0F1E2D3C4B5A69788796A5B4C3D2E1F0",
+                  "profile_sha256": "ab" * 32,
+                  "viewport": {"width": 320, "height": 240}}
+
+
+def browser_receipt():
+    _, _, r = golden("v3-three-actions")
+    r = copy.deepcopy(r)
+    r["browser"] = copy.deepcopy(BROWSER_MEMBER)
+    return r
+
+
+def browser_mutations():
+    def setter(key, value):
+        def fn(r):
+            r["browser"][key] = value
+        return fn
+
+    def viewport(key, value):
+        def fn(r):
+            r["browser"]["viewport"][key] = value
+        return fn
+
+    def no_key(r):
+        del r["browser"]["target_id"]
+
+    def extra_key(r):
+        r["browser"]["profile_dir"] = "/tmp/p"
+
+    def viewport_extra(r):
+        r["browser"]["viewport"]["scale"] = 1
+
+    def not_object(r):
+        r["browser"] = "browser-" + "0" * 32
+
+    def as_v2(r):
+        r["schema"] = "evident.session-receipt/v2"
+        del r["engine"]["host_id"]
+
+    def dropped(r):
+        del r["browser"]
+
+    return [
+        ("well formed", lambda r: None, []),
+        ("longest version and target", lambda r: r["browser"].update(
+            browser_version="v" * 256, target_id="A" * 128), []),
+        ("a key missing", no_key, ["schema"]),
+        ("an extra key", extra_key, ["schema"]),
+        ("not an object", not_object, ["schema"]),
+        ("workspace id of an app", setter("workspace_id", "app-" + "0" * 32), ["schema"]),
+        ("workspace id upper hex", setter("workspace_id", "browser-" + "A" * 32), ["schema"]),
+        ("workspace id short", setter("workspace_id", "browser-" + "0" * 31), ["schema"]),
+        ("empty version", setter("browser_version", ""), ["schema"]),
+        ("version too long", setter("browser_version", "v" * 257), ["schema"]),
+        ("version with a newline", setter("browser_version", "Chrome/1\n"), ["schema"]),
+        ("version not ASCII", setter("browser_version", "Chrome/\u00e9"), ["schema"]),
+        ("version a number", setter("browser_version", 140), ["schema"]),
+        ("empty target", setter("target_id", ""), ["schema"]),
+        ("target with a slash", setter("target_id", "../x"), ["schema"]),
+        ("target too long", setter("target_id", "A" * 129), ["schema"]),
+        ("profile digest upper hex", setter("profile_sha256", "AB" * 32), ["schema"]),
+        ("profile digest short", setter("profile_sha256", "ab" * 31), ["schema"]),
+        ("viewport too narrow", viewport("width", 63), ["schema"]),
+        ("viewport too tall", viewport("height", 8193), ["schema"]),
+        ("viewport a string", viewport("width", "320"), ["schema"]),
+        ("viewport extra key", viewport_extra, ["schema"]),
+        ("browser under v2", as_v2, ["schema"]),
+        ("target changed", setter("target_id", "1" * 32), []),  # only a signature stops these
+        ("browser dropped", dropped, []),
+    ]
+
+
+@pytest.mark.parametrize("label,fn,want", browser_mutations(), ids=[x[0] for x in browser_mutations()])
+def test_browser_checks_catch_resealed_mutations(label, fn, want):
+    r = browser_receipt()
+    fn(r)
+    reseal(r)
+    assert failed(V.verify_receipt(r)) == want
+    # The member is part of the receipt: changed and not re-sealed, the receipt id fails.
+    if not want and "browser" in r:
+        r["browser"]["viewport"]["width"] += 1
+        assert failed(V.verify_receipt(r)) == ["receipt_id"]
+
+
 @pytest.mark.parametrize("label,fn,want", exit_mutations(), ids=[x[0] for x in exit_mutations()])
 def test_app_exit_and_settle_checks_catch_resealed_mutations(label, fn, want):
     _, _, r = golden("v3-app-exit-settle")
@@ -387,10 +477,14 @@ def test_v3_json_schema_matches_the_schema_check():
         validator.validate(golden(name)[2])
     for golden_name, cases in (("v3-sixty-four-actions", mutations()),
                                ("v3-app-exit-settle", exit_mutations()),
-                               ("v3-video", [m for m in artifact_mutations() if m[0] != "offset past elapsed"])):
+                               ("v3-video", [m for m in artifact_mutations() if m[0] != "offset past elapsed"]),
+                               ("browser", browser_mutations())):
         for label, fn, want in cases:
-            _, _, r = golden(golden_name)
-            r = copy.deepcopy(r)
+            if golden_name == "browser":
+                r = browser_receipt()
+            else:
+                _, _, r = golden(golden_name)
+                r = copy.deepcopy(r)
             fn(r)
             assert validator.is_valid(r) == ("schema" not in want), label
     with open(os.path.join(ROOT, "receipts", "schema", "session-receipt-v2.schema.json")) as f:
@@ -530,6 +624,12 @@ def test_both_verifiers_agree_on_v3_goldens_and_resealed_mutations(tmp_path):
         p = tmp_path / ("a%d.json" % i)
         p.write_bytes(V.jcs(reseal(r)))
         jobs.append((str(p), ["--frames", os.path.join(GOLDEN, "v3-video", "frames")]))
+    for i, (label, fn, _) in enumerate(browser_mutations()):
+        r = browser_receipt()
+        fn(r)
+        p = tmp_path / ("b%d.json" % i)
+        p.write_bytes(V.jcs(reseal(r)))
+        jobs.append((str(p), ["--frames", os.path.join(GOLDEN, "v3-three-actions", "frames")]))
     for path, extra in jobs:
         (c_status, c_doc), (p_status, p_doc) = run_both(path, *extra)
         assert c_status == p_status, path

@@ -37,6 +37,8 @@ Json observation_json(const ObservationRecord& o);
 Json engine_json(const std::string& version, const std::string* host_id);
 // The receipt's "artifacts" entry of one bound file (docs/receipts.md §14).
 Json artifact_json(const ArtifactRecord& a);
+// The receipt's "browser" member (docs/receipts.md §15).
+Json browser_binding_json(const BrowserBindingRecord& b);
 
 // verify_receipt() on a freshly built receipt: "receipt-invalid" naming the failed checks.
 Status self_check(const Json& receipt);

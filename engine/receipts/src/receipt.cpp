@@ -118,6 +118,14 @@ Json artifact_json(const ArtifactRecord& a) {
               {"start_offset_ms", a.start_offset_ms}};
 }
 
+Json browser_binding_json(const BrowserBindingRecord& b) {
+  return Json{{"workspace_id", b.workspace_id},
+              {"browser_version", b.browser_version},
+              {"target_id", b.target_id},
+              {"profile_sha256", b.profile_sha256},
+              {"viewport", {{"width", b.width}, {"height", b.height}}}};
+}
+
 Json engine_json(const std::string& version, const std::string* host_id) {
   Json out{{"name", "evident"}, {"version", version}};
   if (host_id != nullptr) out["host_id"] = *host_id;
@@ -219,6 +227,10 @@ Result<Json> build_receipt(const ReceiptInput& in) {
     Json artifacts = Json::array();
     for (const ArtifactRecord& a : in.artifacts) artifacts.push_back(artifact_json(a));
     receipt["artifacts"] = std::move(artifacts);
+  }
+  if (in.browser) {
+    if (!v3) return make_error("receipt-invalid", "browser needs receipt v3");
+    receipt["browser"] = browser_binding_json(*in.browser);
   }
   auto receipt_sha = domain_digest(kDomainReceipt, receipt);
   if (!receipt_sha.ok()) return receipt_sha.error();

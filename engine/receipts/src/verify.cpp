@@ -385,6 +385,33 @@ std::string artifacts_problem(const Json& a, const Json& elapsed_ms) {
   return "";
 }
 
+// The "browser" member (docs/receipts.md §15): the workspace a session bound.
+std::string browser_problem(const Json& b) {
+  if (!has_exact_keys(b, {"workspace_id", "browser_version", "target_id", "profile_sha256", "viewport"})) {
+    return "browser does not have exactly workspace_id, browser_version, target_id, profile_sha256, viewport";
+  }
+  if (!is_prefixed_id(b["workspace_id"], "browser-", 32)) return "browser.workspace_id is not browser-<32 hex>";
+  if (!is_string_len(b["browser_version"], 1, 256)) return "browser.browser_version is not 1..256 printable ASCII";
+  for (unsigned char c : b["browser_version"].get_ref<const std::string&>()) {
+    if (c < 0x20 || c > 0x7e) return "browser.browser_version is not 1..256 printable ASCII";
+  }
+  if (!is_string_len(b["target_id"], 1, 128)) return "browser.target_id is not 1..128 of [0-9A-Za-z._-]";
+  for (char c : b["target_id"].get_ref<const std::string&>()) {
+    const bool ok = (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) return "browser.target_id is not 1..128 of [0-9A-Za-z._-]";
+  }
+  if (!is_hex64(b["profile_sha256"])) return "browser.profile_sha256 is not 64 lowercase hex";
+  const Json& vp = b["viewport"];
+  const auto side = [](const Json& v) {
+    return is_int_at_least(v, protocol::kBrowserViewportMin) && v.get<std::int64_t>() <= protocol::kBrowserViewportMax;
+  };
+  if (!has_exact_keys(vp, {"width", "height"}) || !side(vp["width"]) || !side(vp["height"])) {
+    return "browser.viewport is not {width,height} each in browser_viewport_min..browser_viewport_max";
+  }
+  return "";
+}
+
 std::string artifact_files_problem(const std::string& dir, const Json& artifacts) {
   for (const Json& a : artifacts) {
     const std::string name = a["name"].get<std::string>();
@@ -496,23 +523,22 @@ std::string event_schema_problem(const Json& e, std::size_t pos, bool v3) {
 // Returns "" when the receipt has the v2 shape (docs/receipts.md, check "schema").
 std::string schema_problem(const Json& r) {
   if (!r.is_object()) return "receipt is not a JSON object";
-  // v3 may add "artifacts" (docs/receipts.md §14).
+  // v3 may add "artifacts" (docs/receipts.md §14) and "browser" (§15).
   const bool with_artifacts = r.contains("artifacts");
-  if (!(with_artifacts ? has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
-                                            "started_at", "frozen_at", "observed_at", "completed_at",
-                                            "elapsed_ms", "action_count", "input_event_count",
-                                            "post_observation_input_event_count", "transcript",
-                                            "stage_transcript_sha256", "transcript_sha256",
-                                            "pre_observation_sha256", "observation", "claims",
-                                            "claims_sha256", "artifacts", "receipt_id"})
-                       : has_exact_keys(r, {"schema", "session_id", "engine", "binding", "actor", "execution",
-                                            "started_at", "frozen_at", "observed_at", "completed_at",
-                                            "elapsed_ms", "action_count", "input_event_count",
-                                            "post_observation_input_event_count", "transcript",
-                                            "stage_transcript_sha256", "transcript_sha256",
-                                            "pre_observation_sha256", "observation", "claims",
-                                            "claims_sha256", "receipt_id"}))) {
-    return "receipt does not have exactly the top-level keys of a session receipt";
+  const bool with_browser = r.contains("browser");
+  {
+    static constexpr std::string_view kRequired[] = {
+        "schema", "session_id", "engine", "binding", "actor", "execution", "started_at", "frozen_at",
+        "observed_at", "completed_at", "elapsed_ms", "action_count", "input_event_count",
+        "post_observation_input_event_count", "transcript", "stage_transcript_sha256",
+        "transcript_sha256", "pre_observation_sha256", "observation", "claims", "claims_sha256",
+        "receipt_id"};
+    std::size_t present = 0;
+    for (std::string_view k : kRequired) present += r.contains(std::string(k)) ? 1 : 0;
+    const std::size_t optional = (with_artifacts ? 1 : 0) + (with_browser ? 1 : 0);
+    if (present != std::size(kRequired) || r.size() != present + optional) {
+      return "receipt does not have exactly the top-level keys of a session receipt";
+    }
   }
   const bool v3 = str_eq(r["schema"], kReceiptSchemaV3);
   if (!v3 && !str_eq(r["schema"], kReceiptSchemaV2)) {
@@ -521,6 +547,10 @@ std::string schema_problem(const Json& r) {
   if (with_artifacts) {
     if (!v3) return "artifacts need schema evident.session-receipt/v3";
     if (auto p = artifacts_problem(r["artifacts"], r["elapsed_ms"]); !p.empty()) return p;
+  }
+  if (with_browser) {
+    if (!v3) return "browser needs schema evident.session-receipt/v3";
+    if (auto p = browser_problem(r["browser"]); !p.empty()) return p;
   }
   if (!is_prefixed_id(r["session_id"], "ses-", 32)) return "session_id is not ses-<32 hex>";
   if (auto p = engine_problem(r["engine"], v3); !p.empty()) return p;

@@ -122,6 +122,58 @@ TEST(Receipt, RefusesMalformedInput) {
   expect_invalid(in, "65 actions");
 }
 
+// A bound browser workspace (docs/receipts.md §15): the member is present exactly when the input
+// has one, covered by receipt_id, only in v3, and a malformed one is refused by the builder's
+// self-check (the verifier's schema check).
+TEST(Receipt, BindsABrowserWorkspaceInV3Only) {
+  const ReceiptInput plain = golden_input("v3-three-actions");
+  auto without = build_receipt(plain);
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without->contains("browser"));
+  ReceiptInput in = plain;
+  in.browser = BrowserBindingRecord{"browser-" + std::string(32, 'a'), "Chrome/140.0.7339.185",
+                                    "0F1E2D3C4B5A69788796A5B4C3D2E1F0", std::string(64, 'b'), 320, 240};
+  auto with = build_receipt(in);
+  ASSERT_TRUE(with.ok()) << with.error().message;
+  EXPECT_EQ((*with)["browser"], (Json{{"workspace_id", "browser-" + std::string(32, 'a')},
+                                      {"browser_version", "Chrome/140.0.7339.185"},
+                                      {"target_id", "0F1E2D3C4B5A69788796A5B4C3D2E1F0"},
+                                      {"profile_sha256", std::string(64, 'b')},
+                                      {"viewport", {{"width", 320}, {"height", 240}}}}));
+  EXPECT_NE((*with)["receipt_id"], (*without)["receipt_id"]);
+  EXPECT_TRUE(verify_receipt(*with, VerifyOptions{}).ok);
+  Json changed = *with;
+  changed["browser"]["viewport"]["width"] = 321;
+  EXPECT_EQ(verify_receipt(changed, VerifyOptions{}).failed_names(), std::vector<std::string>{"receipt_id"});
+
+  auto expect_invalid = [](ReceiptInput bad, const std::string& what) {
+    auto r = build_receipt(bad);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.error().code, "receipt-invalid") << what;
+  };
+  ReceiptInput bad = in;
+  bad.browser->workspace_id = "app-" + std::string(32, 'a');
+  expect_invalid(bad, "workspace id");
+  bad = in;
+  bad.browser->browser_version = "Chrome\n";
+  expect_invalid(bad, "version with a newline");
+  bad = in;
+  bad.browser->target_id = "../x";
+  expect_invalid(bad, "target id");
+  bad = in;
+  bad.browser->profile_sha256 = "xyz";
+  expect_invalid(bad, "profile digest");
+  bad = in;
+  bad.browser->width = 63;
+  expect_invalid(bad, "viewport");
+  bad = in;
+  bad.browser->height = 8193;
+  expect_invalid(bad, "viewport");
+  ReceiptInput v2 = golden_input("three-actions");
+  v2.browser = in.browser;
+  expect_invalid(v2, "v2");
+}
+
 TEST(Receipt, WritesAtomicallyWithMode0600) {
   std::string dir = "/tmp/evident-receipts-test-" + random_hex(8);
   ASSERT_TRUE(make_private_dir(dir).ok());

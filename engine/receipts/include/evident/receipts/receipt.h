@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,17 @@ struct ArtifactRecord {
   // Monotonic ms from begin's admission to the video's first frame: an event that happened
   // at elapsed E is at E - start_offset_ms in the video.
   std::int64_t start_offset_ms = 0;
+};
+
+// v3, sessions begun with "browser": the browser workspace the session bound (receipt
+// "browser", docs/receipts.md §15), as checked live at begin.
+struct BrowserBindingRecord {
+  std::string workspace_id;     // "browser-<32 hex>"
+  std::string browser_version;  // CDP Browser.getVersion "product"
+  std::string target_id;        // the page target's CDP targetId
+  std::string profile_sha256;   // docs/browsers.md "Profile digest"
+  std::int64_t width = 0;       // the CSS viewport
+  std::int64_t height = 0;
 };
 
 // The resources a session was bound to at begin (receipt "binding").
@@ -117,6 +129,7 @@ struct ReceiptInput {
   ObservationRecord observation;
   Json claims;                               // the caller's claims object, as sent to finish
   std::vector<ArtifactRecord> artifacts;     // v3 only; the receipt has "artifacts" iff non-empty
+  std::optional<BrowserBindingRecord> browser;  // v3 only; the receipt has "browser" iff set
 };
 
 // The projection P of a validated action (docs/protocol.md §6): "type", "key" and "paste" keep only
