@@ -209,6 +209,7 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'paste-failed': ErrorInfo('action', False, False),
     'text-invalid-utf8': ErrorInfo('action', False, False),
     'browser-args': ErrorInfo('browser', False, False),
+    'browser-binding-mismatch': ErrorInfo('browser', False, False),
     'browser-cdp-error': ErrorInfo('browser', False, False),
     'browser-cdp-failed': ErrorInfo('browser', False, False),
     'browser-cdp-timeout': ErrorInfo('browser', False, False),

@@ -21,7 +21,8 @@ __all__ = ["Browser", "ElementBox"]
 
 
 class Browser:
-    """``browser_id``, ``pid``, ``viewport`` (width, height), ``version``, ``target_id``.
+    """``browser_id``, ``pid``, ``viewport`` (width, height), ``version``, ``target_id``,
+    ``profile_sha256``.
 
     Context manager: closes the browser on exit (Chromium stopped, its profile removed).
     """
@@ -41,6 +42,8 @@ class Browser:
         self.version: str = str(obj.get("version", ""))
         self.target_id: str = str(obj.get("target_id", ""))
         self.profile_dir: str = str(obj.get("profile_dir", ""))
+        # docs/browsers.md "Profile digest": bound by a session's receipt (browser.profile_sha256)
+        self.profile_sha256: str = str(obj.get("profile_sha256", ""))
         self.raw: Dict[str, Any] = dict(obj)
         self.exit_status: Optional[int] = None
 

@@ -165,14 +165,22 @@ class Display(ActionHelpers, WindowHelpers):
         return BatchResult.from_json(reply)
 
     # -- sessions ---------------------------------------------------------------------------
-    def session(self, app: Union[App, str], *, attempt_id: Optional[str] = None,
+    def session(self, app: Union[App, str, None] = None, *, attempt_id: Optional[str] = None,
                 job_sha256: Optional[str] = None, app_exit: Optional[str] = None,
-                record_video: bool = False) -> Session:
+                record_video: bool = False, browser: Union[Browser, str, None] = None) -> Session:
         """Begins a session on this display bound to ``app`` (see :class:`evident.Session`);
         ``app_exit="record"``: the app's exit is an event, not the end of the session;
-        ``record_video=True``: the session's video is recorded and bound in its receipt."""
+        ``record_video=True``: the session's video is recorded and bound in its receipt;
+        ``browser=`` (a :class:`evident.Browser` or its id): the session binds that workspace
+        (checked around every action batch, bound in the receipt); without ``app``, the
+        session's app is that browser's Chromium."""
+        if app is None:
+            if not isinstance(browser, Browser):
+                raise TypeError("session() needs an app (or a Browser object to take its app from)")
+            app = browser.app_id
         return Session.begin(self.engine, self, app, attempt_id=attempt_id,
-                             job_sha256=job_sha256, app_exit=app_exit, record_video=record_video)
+                             job_sha256=job_sha256, app_exit=app_exit, record_video=record_video,
+                             browser=browser)
 
     def __repr__(self) -> str:
         return (f"<evident.Display {self.name} {self.width}x{self.height} "

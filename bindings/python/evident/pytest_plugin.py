@@ -212,10 +212,10 @@ class Recorder:
 
     def session(self, app: "App | str", display: Optional[Display] = None, *,
                 attempt_id: Optional[str] = None, job_sha256: Optional[str] = None,
-                record_video: Optional[bool] = None) -> Session:
+                record_video: Optional[bool] = None, browser: Any = None) -> Session:
         """Begins a recorded session on ``display`` (default: the app's display); its video is
         recorded when ``record_video`` is true, or when it is None and ``--evident-video`` was
-        given."""
+        given; ``browser`` binds a browser workspace (as :meth:`evident.Display.session`)."""
         if display is None:
             owner = app.display if isinstance(app, App) else None
             if not isinstance(owner, Display):
@@ -226,7 +226,7 @@ class Recorder:
         attempt = attempt_id or f"{sanitize_node_id(self.nodeid)[:200]}-{len(self.sessions)}"
         video = self.video if record_video is None else record_video
         s = _RecordedSession.begin(display.engine, display, app, attempt_id=attempt,
-                                   job_sha256=job, record_video=video)
+                                   job_sha256=job, record_video=video, browser=browser)
         s.recorder = self
         s.on_close.append(self._collect)
         self.sessions.append(s)

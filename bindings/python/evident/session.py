@@ -17,7 +17,8 @@ import hashlib
 import json
 import secrets
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type,
+                    TypeVar, Union)
 
 from . import _protocol
 from ._call import Caller, InterruptHook, PendingCall
@@ -25,6 +26,9 @@ from ._data import ActionResult, PngInfo
 from .errors import EvidentError, SessionError, error_from_reply
 from .verification import Verification, verify_receipt
 from .windows import AppRef, WindowHelpers
+
+if TYPE_CHECKING:
+    from .browser import Browser
 
 __all__ = ["Session", "MAX_ACTIONS_PER_BATCH", "MAX_ACTIONS_PER_SESSION"]
 
@@ -65,7 +69,8 @@ class Session:
     @classmethod
     def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[AppRef, str], *,
               attempt_id: Optional[str] = None, job_sha256: Optional[str] = None,
-              app_exit: Optional[str] = None, record_video: bool = False) -> _S:
+              app_exit: Optional[str] = None, record_video: bool = False,
+              browser: Union["Browser", str, None] = None) -> _S:
         """``begin``: takes the display's exclusive lock and captures the initial frame.
 
         ``attempt_id`` defaults to a random ``att-<hex>``; ``job_sha256`` to the SHA-256 of the
@@ -75,6 +80,10 @@ class Session:
         ``record_video=True`` records the display from begin to finish as ``video.webm`` in the
         evidence dir (ffmpeg x11grab, WebM), bound in the receipt as its artifact
         (docs/evidence.md "Video"); ``video-unavailable`` without ffmpeg.
+        ``browser`` (an :class:`evident.Browser` or its id) binds that browser workspace of the
+        same display generation: checked live at begin, re-checked before and after every
+        action batch (``browser-not-live``), and bound in the receipt's ``browser`` member
+        (docs/sessions.md "Browser").
         """
         app_id = app if isinstance(app, str) else app.app_id
         attempt = attempt_id or f"att-{secrets.token_hex(8)}"
@@ -85,6 +94,8 @@ class Session:
             request["app_exit"] = app_exit
         if record_video:
             request["record_video"] = True
+        if browser is not None:
+            request["browser"] = browser if isinstance(browser, str) else browser.browser_id
         snapshot = cls._send(engine, request)
         return cls(engine, snapshot, display)
 
@@ -236,6 +247,12 @@ class Session:
         """``{"exit_status", "frame_sha256", "after_freeze"}`` once the app's exit was recorded
         (a session begun with ``app_exit="record"``), else None."""
         return self.snapshot.get("app_exit")
+
+    @property
+    def browser(self) -> Optional[Dict[str, Any]]:
+        """The bound browser workspace (``workspace_id``, ``browser_version``, ``target_id``,
+        ``profile_sha256``, ``viewport``) of a session begun with ``browser=``, else None."""
+        return self.snapshot.get("browser")
 
     @property
     def evidence_dir(self) -> Optional[str]:

@@ -16,6 +16,7 @@
 #include "evident/browser/cdp.h"
 #include "evident/core/fs.h"
 #include "evident/core/random.h"
+#include "evident/core/sha256.h"
 #include "evident/display/display.h"
 
 namespace evident {
@@ -25,6 +26,7 @@ namespace {
 using Steady = std::chrono::steady_clock;
 
 constexpr const char* kArgs = "browser-args";
+constexpr std::size_t kMaxCmdlineBytes = 1024 * 1024;  // /proc/PID/cmdline, read once at create
 
 std::int64_t ms_left(Steady::time_point deadline) {
   return std::max<std::int64_t>(
@@ -77,6 +79,16 @@ std::int64_t json_int(const Json& j, const char* key) {
 }
 
 }  // namespace
+
+std::string profile_digest_text(const std::vector<std::string>& argv, const std::string& profile_dir) {
+  const std::string own = "--user-data-dir=" + profile_dir;
+  std::string text;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    text += argv[i] == own ? std::string("--user-data-dir=<profile>") : argv[i];
+    text += '\n';
+  }
+  return text;
+}
 
 Status validate_browser_url(const std::string& url) {
   if (url.empty() || url.size() > BrowserLimits::kMaxUrlBytes) {
@@ -136,7 +148,7 @@ Json BrowserInfo::to_json() const {
   return Json{{"browser_id", browser_id}, {"display_id", display_id}, {"generation", generation},
               {"app_id", app_id}, {"pid", static_cast<int>(pid)}, {"url", url},
               {"viewport", {{"width", width}, {"height", height}}}, {"version", version},
-              {"target_id", target_id}, {"profile_dir", profile_dir}};
+              {"target_id", target_id}, {"profile_dir", profile_dir}, {"profile_sha256", profile_sha256}};
 }
 
 Json BrowserStatus::to_json() const {
@@ -421,6 +433,25 @@ Result<BrowserInfo> BrowserManager::create(const BrowserOptions& o) {
 
   auto port = wait_devtools_port(profile, ino.fd, pidfd.fd, deadline);
   if (!port.ok()) return port.error();
+  // The profile digest (docs/browsers.md "Profile digest"): the command line Chromium runs with,
+  // as the kernel reports it. Debian's `chromium` is a script that execs the real binary with the
+  // distribution's flags (/etc/chromium.d) before ours, so it is read from the process (the same
+  // pid after the exec; Chromium has written DevToolsActivePort, so the exec is done).
+  {
+    auto cmdline = read_file("/proc/" + std::to_string(app->pid) + "/cmdline", kMaxCmdlineBytes);
+    if (!cmdline.ok() || cmdline->empty()) {
+      return make_error("browser-start-failed", "cannot read Chromium's command line");
+    }
+    std::vector<std::string> running;
+    std::size_t start = 0;
+    while (start < cmdline->size()) {
+      std::size_t end = cmdline->find('\0', start);
+      if (end == std::string::npos) end = cmdline->size();
+      running.push_back(cmdline->substr(start, end - start));
+      start = end + 1;
+    }
+    b->info.profile_sha256 = sha256_hex(profile_digest_text(running, profile));
+  }
   auto cdp = CdpClient::connect(port->first, port->second, std::max<std::int64_t>(1, ms_left(deadline)));
   if (!cdp.ok()) return cdp.error();
   b->cdp = std::move(*cdp);
@@ -538,6 +569,49 @@ Result<BrowserStatus> BrowserManager::status(const std::string& browser_id) {
   }
   s.live = s.process && s.display && s.cdp && s.page_target;
   return s;
+}
+
+Result<BrowserInfo> BrowserManager::bind_check(const std::string& browser_id, int display_id,
+                                               const std::string& generation) {
+  auto b = find(browser_id);
+  if (!b.ok()) return b.error();
+  if ((*b)->info.display_id != display_id || (*b)->info.generation != generation) {
+    return make_error("browser-binding-mismatch",
+                      "the browser workspace belongs to another display or display generation than the session");
+  }
+  auto st = status(browser_id);
+  if (!st.ok()) return st.error();
+  if (!st->live) {
+    return make_error("browser-not-live",
+                      std::string("the browser workspace is not live (") +
+                          (!st->process ? "its process has exited" : !st->display ? "its display generation is gone"
+                                       : !st->cdp ? "its DevTools connection is closed"
+                                                  : "its page target is gone") + ")");
+  }
+  return (*b)->info;
+}
+
+Status BrowserManager::check_live(const std::string& browser_id, const std::string& target_id) {
+  const Error dead = make_error("browser-not-live", "the session's browser workspace is no longer live");
+  auto b = find(browser_id);
+  if (!b.ok()) return make_error("browser-not-live", "the session's browser workspace was closed");
+  if (!displays_.app_alive((*b)->info.app_id)) {
+    return make_error("browser-not-live", "the session's browser process has exited");
+  }
+  if (!displays_.get((*b)->info.display_id, (*b)->info.generation).ok()) return dead;
+  std::lock_guard lock((*b)->mu);
+  auto r = (*b)->call("Target.getTargetInfo", Json{{"targetId", target_id}}, false, BrowserLimits::kCheckTimeoutMs);
+  if (!r.ok()) {
+    if (!displays_.app_alive((*b)->info.app_id)) {
+      return make_error("browser-not-live", "the session's browser process has exited");
+    }
+    return make_error("browser-not-live", "the session's browser page target is gone or does not answer");
+  }
+  const Json info = r->value("targetInfo", Json::object());
+  if (!info.is_object() || info.value("targetId", "") != target_id || info.value("type", "") != "page") {
+    return make_error("browser-not-live", "the session's browser page target is gone");
+  }
+  return {};
 }
 
 namespace {

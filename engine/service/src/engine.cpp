@@ -171,7 +171,7 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->displays = std::make_unique<DisplayManager>(dm);
   impl_->browsers = std::make_unique<BrowserManager>(
       *impl_->displays, BrowserManagerOptions{impl_->options.runtime_dir});
-  impl_->session_backend = std::make_unique<DisplaySessionBackend>(*impl_->displays);
+  impl_->session_backend = std::make_unique<DisplaySessionBackend>(*impl_->displays, impl_->browsers.get());
   SessionOptions so;
   so.evidence_root = impl_->options.state_dir + "/evidence";
   so.scratch_root = impl_->options.runtime_dir + "/sessions";

@@ -2,6 +2,7 @@
 
 #include "evident/actions/batch.h"
 #include "evident/actions/executor.h"
+#include "evident/browser/browser.h"
 #include "executor_context.h"
 #include "evident/core/random.h"
 #include "evident/service/display_capture.h"
@@ -11,9 +12,9 @@ namespace {
 
 class DisplayLease final : public SessionLease {
  public:
-  DisplayLease(DisplayManager& dm, std::shared_ptr<OwnedDisplay> d, std::string owner,
-               SessionTarget target)
-      : dm_(dm), d_(std::move(d)), owner_(std::move(owner)), target_(std::move(target)) {}
+  DisplayLease(DisplayManager& dm, BrowserManager* browsers, std::shared_ptr<OwnedDisplay> d,
+               std::string owner, SessionTarget target)
+      : dm_(dm), browsers_(browsers), d_(std::move(d)), owner_(std::move(owner)), target_(std::move(target)) {}
 
   ~DisplayLease() override {
     video_.reset();  // a recording never stopped ends with its session (its file stays, unbound)
@@ -106,6 +107,19 @@ class DisplayLease final : public SessionLease {
     if (!f.ok()) return f.error();
     return SessionVideo{f->sha256, f->byte_length, f->fps};
   }
+  Result<SessionBrowser> bind_browser(const std::string& browser_id) override {
+    if (!browsers_) return SessionLease::bind_browser(browser_id);
+    auto info = browsers_->bind_check(browser_id, static_cast<int>(target_.display_id), target_.generation);
+    if (!info.ok()) return info.error();
+    bound_browser_ = info->browser_id;
+    bound_target_ = info->target_id;
+    return SessionBrowser{info->browser_id, info->version, info->target_id, info->profile_sha256,
+                          info->width, info->height};
+  }
+  Status check_browser() override {
+    if (!browsers_ || bound_browser_.empty()) return SessionLease::check_browser();
+    return browsers_->check_live(bound_browser_, bound_target_);
+  }
 
  private:
   std::shared_ptr<void> use() {
@@ -116,6 +130,8 @@ class DisplayLease final : public SessionLease {
   }
 
   DisplayManager& dm_;
+  BrowserManager* browsers_;  // the engine's; outlives every lease
+  std::string bound_browser_, bound_target_;  // begin's "browser", once bound
   std::shared_ptr<OwnedDisplay> d_;
   std::string owner_;
   SessionTarget target_;
@@ -159,7 +175,7 @@ Result<std::unique_ptr<SessionLease>> DisplaySessionBackend::acquire(std::int64_
   t.app_id = app->app_id;
   t.app_pid = app->pid;
   t.app_argv_sha256 = app->argv_sha256;
-  auto lease = std::make_unique<DisplayLease>(displays_, *d, owner, t);
+  auto lease = std::make_unique<DisplayLease>(displays_, browsers_, *d, owner, t);
   if (auto st = lease->init(); !st.ok()) return st.error();  // the destructor releases the lock
   return std::unique_ptr<SessionLease>(std::move(lease));
 }

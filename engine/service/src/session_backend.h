@@ -7,9 +7,13 @@
 
 namespace evident {
 
+class BrowserManager;
+
 class DisplaySessionBackend final : public SessionBackend {
  public:
-  explicit DisplaySessionBackend(DisplayManager& displays) : displays_(displays) {}
+  // `browsers` (may be null: then no session can bind a browser) must outlive every lease.
+  explicit DisplaySessionBackend(DisplayManager& displays, BrowserManager* browsers = nullptr)
+      : displays_(displays), browsers_(browsers) {}
   // Errors: display-generation-mismatch (an unknown display, or a stale, foreign or malformed
   // generation), display-dead, app-not-live, session-binding, session-busy,
   // input-unavailable.
@@ -19,6 +23,7 @@ class DisplaySessionBackend final : public SessionBackend {
 
  private:
   DisplayManager& displays_;
+  BrowserManager* browsers_;
 };
 
 }  // namespace evident

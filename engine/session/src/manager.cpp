@@ -565,6 +565,12 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
   }
   r->lease = std::move(lease).value();
   r->target = r->lease->target();
+  if (!task && !req.browser_id.empty()) {
+    // The workspace must be live and of this display generation (docs/sessions.md "Browser").
+    auto bound = r->lease->bind_browser(req.browser_id);
+    if (!bound) return forget(bound.error());
+    r->browser = *bound;
+  }
   r->evidence_dir = options_.evidence_root + "/" + r->id;
   r->scratch_dir = options_.scratch_root + "/" + r->id;
   if (auto st = make_private_dir(options_.evidence_root); !st) return forget(st.error());
@@ -640,6 +646,14 @@ Json SessionManager::run_actions(Call& c) {
     }
     return fail(c, f);
   };
+  // A bound browser is re-checked before the first action: a dead one runs nothing, and the
+  // session stays as it was (abort ends it; docs/sessions.md "Browser").
+  if (r.browser) {
+    if (Status live = r.lease->check_browser(); !live) {
+      return refuse(c, make_error(live.error().code, live.error().message +
+                                                       "; nothing was executed (abort the session)"));
+    }
+  }
   // Record mode: an app that is gone before an action stops the batch there (its exit is an
   // event; the actions not run have no result).
   bool exited = false;
@@ -704,6 +718,12 @@ Json SessionManager::run_actions(Call& c) {
       return fail_with_results(*f);
     }
   }
+  // And after the last: input that may have gone to a browser that died fails closed.
+  if (r.browser) {
+    if (Status live = r.lease->check_browser(); !live) {
+      return fail_with_results(Failure{"browser-not-live", live.error()});
+    }
+  }
   return advance(c, [&](Record& rec) {
     rec.results = results;  // also when the batch stopped at the app's exit before running any
     for (auto& ar : records) rec.actions.push_back(std::move(ar));
@@ -714,6 +734,12 @@ Json SessionManager::run_actions(Call& c) {
 
 Json SessionManager::run_freeze(Call& c) {
   Record& r = *c.r;
+  // No receipt binds a browser that was not live when input ended: refused, nothing changes.
+  if (r.browser) {
+    if (Status live = r.lease->check_browser(); !live) {
+      return refuse(c, make_error(live.error().code, live.error().message + "; nothing changed (abort the session)"));
+    }
+  }
   // Input ends for good: release and check every held key/button first.
   Status rel = r.lease->release_all_checked();
   if (!rel) {
@@ -803,6 +829,11 @@ Json SessionManager::run_finish(Call& c) {
     in.artifacts.push_back(ArtifactRecord{std::string(kArtifactKindVideo), std::string(kVideoFileName),
                                           std::string(kVideoMediaType), r.video->sha256, r.video->byte_length,
                                           r.video->fps, r.video_start_offset_ms});
+  }
+  if (r.browser) {
+    const SessionBrowser& b = *r.browser;
+    in.browser = BrowserBindingRecord{b.workspace_id, b.browser_version, b.target_id, b.profile_sha256,
+                                      b.width, b.height};
   }
   // A failure here is the caller's to retry or abort: the session stays observed (its row has
   // no failure phase).
@@ -1064,6 +1095,13 @@ Json snapshot(const SessionManager::Record& r, std::int64_t now_mono) {
   s["frame"] = r.frame;
   s["results"] = r.results;
   s["receipt"] = r.receipt;
+  if (r.browser) {  // only in a session that bound a browser (docs/sessions.md "Browser")
+    s["browser"] = Json{{"workspace_id", r.browser->workspace_id},
+                        {"browser_version", r.browser->browser_version},
+                        {"target_id", r.browser->target_id},
+                        {"profile_sha256", r.browser->profile_sha256},
+                        {"viewport", {{"width", r.browser->width}, {"height", r.browser->height}}}};
+  }
   if (r.app_exit.present) {  // only once the app's exit was recorded (docs/sessions.md "App exit")
     s["app_exit"] = Json{{"exit_status", r.app_exit.exit_status >= 0 ? Json(r.app_exit.exit_status) : Json(nullptr)},
                          {"frame_sha256", r.app_exit.frame_sha256},

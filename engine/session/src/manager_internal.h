@@ -42,6 +42,7 @@ struct SessionManager::Record {
   bool record_video = false;     // begin's "record_video": true
   std::int64_t video_start_offset_ms = 0;  // the video's first frame, in ms after started_mono
   std::optional<SessionVideo> video;       // the finished file (finish stops the recorder)
+  std::optional<SessionBrowser> browser;   // begin's "browser", as checked live at begin
   AppExitRecord app_exit;        // the recorded exit (present once it happened)
   std::unique_ptr<SessionLease> lease;
   std::string evidence_dir;

@@ -64,7 +64,7 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
   switch (req.op) {
     case SessionOp::kBegin: {
       EVIDENT_TRY(f.only({"op", "display_id", "generation", "app_id", "attempt_id", "job_sha256",
-                          "app_exit", "record_video"}));
+                          "app_exit", "record_video", "browser"}));
       if (!take(f.integer("display_id", 0, kMaxSafeInteger), &req.display_id, &err)) return err;
       // Generation and app id contents are judged against live state (a malformed
       // generation is a mismatch, docs/protocol.md §3), so only their type is checked here.
@@ -82,6 +82,10 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
       }
       if (f.has("record_video")) {
         if (!take(f.boolean("record_video"), &req.record_video, &err)) return err;
+      }
+      if (f.has("browser")) {
+        // Like app_id: its contents are judged against live state (browser-not-found).
+        if (!take(f.string("browser", 1, 256), &req.browser_id, &err)) return err;
       }
       return req;
     }

@@ -53,6 +53,11 @@ struct FakeWorld {
   std::string video_stop_error;
   std::vector<std::string> video_paths;
   std::atomic<int> video_stops{0};
+  // Browser workspaces (begin's "browser"): id -> display; a dead one fails its checks.
+  std::map<std::string, std::int64_t> browser_display = {{"browser-" + std::string(32, '1'), 1},
+                                                         {"browser-" + std::string(32, '2'), 2}};
+  std::map<std::string, bool> browser_dead;
+  std::atomic<int> browser_checks{0};
 };
 
 class FakeLease final : public SessionLease {
@@ -116,10 +121,24 @@ class FakeLease final : public SessionLease {
     if (!w_.video_stop_error.empty()) return make_error(w_.video_stop_error, "the fake recorder failed");
     return SessionVideo{sha256_hex(w_.video_bytes), static_cast<std::int64_t>(w_.video_bytes.size()), 10};
   }
+  Result<SessionBrowser> bind_browser(const std::string& id) override {
+    auto it = w_.browser_display.find(id);
+    if (it == w_.browser_display.end()) return make_error("browser-not-found", "no such browser");
+    if (it->second != t_.display_id) return make_error("browser-binding-mismatch", "another display");
+    if (w_.browser_dead[id]) return make_error("browser-not-live", "browser dead");
+    bound_ = id;
+    return SessionBrowser{id, "Chrome/140.0.0.0", std::string(32, 'A'), std::string(64, 'd'), 320, 240};
+  }
+  Status check_browser() override {
+    ++w_.browser_checks;
+    if (bound_.empty() || w_.browser_dead[bound_]) return make_error("browser-not-live", "browser dead");
+    return {};
+  }
 
  private:
   FakeWorld& w_;
   SessionTarget t_;
+  std::string bound_;
 };
 
 class FakeBackend final : public SessionBackend {

@@ -956,5 +956,102 @@ TEST_F(SessionTest, RecordVideoFailsClosed) {
   EXPECT_FALSE(fs::exists(b["evidence_dir"].get<std::string>() + "/receipt.json"));
 }
 
+// ---- begin's "browser" (docs/sessions.md "Browser"): the state machine's side, with fake
+// workspaces (the real ones: bindings/python/tests/test_session_browser.py).
+
+Json begin_browser(SessionManager& mgr, const Json& actor, testing::FakeWorld& w, std::int64_t display,
+                   const std::string& browser_json) {
+  return mgr.handle(actor, "{\"op\":\"begin\",\"display_id\":" + std::to_string(display) + ",\"generation\":\"" +
+                               w.generations[display] + "\",\"app_id\":\"" + testing::fake_app_id(display) +
+                               "\",\"attempt_id\":\"browser\",\"job_sha256\":\"" + std::string(64, 'a') +
+                               "\",\"browser\":" + browser_json + "}");
+}
+
+const std::string kBrowser1 = "browser-" + std::string(32, '1');
+const std::string kBrowser2 = "browser-" + std::string(32, '2');
+
+// A bound workspace is re-checked before and after every batch; the receipt binds it (the
+// builder's self-check runs both verifiers' rules) and the snapshot shows it.
+TEST_F(SessionTest, ABoundBrowserIsCheckedAroundEveryBatchAndBoundInTheReceipt) {
+  Json b = begin_browser(*mgr_, actor_, world_, 1, "\"" + kBrowser1 + "\"");
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  const std::string sid = b["session_id"];
+  EXPECT_EQ(b["browser"]["workspace_id"], kBrowser1);
+  ASSERT_EQ(code(clicks(sid, 0, 2)), "ok");
+  EXPECT_EQ(world_.browser_checks, 2);  // before the first action and after the last
+  ASSERT_EQ(code(clicks(sid, 1, 1)), "ok");
+  EXPECT_EQ(world_.browser_checks, 4);
+  ASSERT_EQ(code(simple("freeze", sid, 2)), "ok");
+  EXPECT_EQ(world_.browser_checks, 5);
+  Json o = observe(sid, 3);
+  ASSERT_EQ(code(o), "ok");
+  Json f = finish(sid, 4, o["frame"]["sha256"]);
+  ASSERT_EQ(code(f), "ok") << f.dump();
+  const Json want{{"workspace_id", kBrowser1},
+                  {"browser_version", "Chrome/140.0.0.0"},
+                  {"target_id", std::string(32, 'A')},
+                  {"profile_sha256", std::string(64, 'd')},
+                  {"viewport", {{"width", 320}, {"height", 240}}}};
+  EXPECT_EQ(f["receipt"]["browser"], want);
+  ASSERT_EQ(code(simple("close", sid, 5)), "ok");
+  auto receipt = load_receipt_file(b["evidence_dir"].get<std::string>() + "/receipt.json");
+  ASSERT_TRUE(receipt.ok());
+  VerifyOptions vo;
+  vo.frames_dir = b["evidence_dir"];
+  EXPECT_TRUE(verify_receipt(*receipt, vo).ok);
+  // A session without a browser has no member and checks nothing.
+  Json plain = begin();
+  ASSERT_EQ(code(plain), "ok");
+  ASSERT_EQ(code(clicks(plain["session_id"], 0, 1)), "ok");
+  EXPECT_EQ(world_.browser_checks, 5);
+  EXPECT_FALSE(plain.contains("browser"));
+  ASSERT_EQ(code(simple("abort", plain["session_id"], 1)), "ok");
+}
+
+// Bad bindings begin nothing; a browser dead before a batch runs nothing and leaves the session
+// live (abort ends it cleanly); dead after a batch's last action, the session fails closed.
+TEST_F(SessionTest, ABrowserBindingFailsClosed) {
+  EXPECT_EQ(code(begin_browser(*mgr_, actor_, world_, 1, "\"browser-" + std::string(32, '9') + "\"")),
+            "browser-not-found");
+  EXPECT_EQ(code(begin_browser(*mgr_, actor_, world_, 1, "\"" + kBrowser2 + "\"")), "browser-binding-mismatch");
+  world_.browser_dead[kBrowser1] = true;
+  EXPECT_EQ(code(begin_browser(*mgr_, actor_, world_, 1, "\"" + kBrowser1 + "\"")), "browser-not-live");
+  for (const char* v : {"\"\"", "1", "null", "true", "{}"}) {
+    EXPECT_EQ(code(begin_browser(*mgr_, actor_, world_, 1, v)), "session-command") << v;
+  }
+  EXPECT_EQ(mgr_->live_count(), 0u);
+  EXPECT_FALSE(world_.locked[1]);
+  EXPECT_EQ(world_.captures, 0);
+
+  world_.browser_dead[kBrowser1] = false;
+  Json b = begin_browser(*mgr_, actor_, world_, 1, "\"" + kBrowser1 + "\"");
+  ASSERT_EQ(code(b), "ok") << b.dump();
+  const std::string sid = b["session_id"];
+  world_.browser_dead[kBrowser1] = true;
+  Json a = clicks(sid, 0, 2);
+  EXPECT_EQ(code(a), "browser-not-live") << a.dump();
+  EXPECT_EQ(world_.executed, 0);
+  EXPECT_EQ(status(sid)["phase"], "stage");
+  EXPECT_EQ(code(simple("freeze", sid, 0)), "browser-not-live");
+  EXPECT_EQ(status(sid)["phase"], "stage");
+  Json ab = simple("abort", sid, 0);
+  ASSERT_EQ(code(ab), "ok") << ab.dump();
+  EXPECT_EQ(ab["cleanup_complete"], true);
+  EXPECT_FALSE(world_.locked[1]);
+
+  // Dies during the batch (the fake kills it at its last action): the batch fails closed.
+  world_.browser_dead[kBrowser1] = false;
+  Json b2 = begin_browser(*mgr_, actor_, world_, 1, "\"" + kBrowser1 + "\"");
+  ASSERT_EQ(code(b2), "ok") << b2.dump();
+  world_.on_execute = [&] { world_.browser_dead[kBrowser1] = true; };
+  Json a2 = clicks(b2["session_id"], 0, 1);
+  EXPECT_EQ(code(a2), "browser-not-live") << a2.dump();
+  Json s2 = status(b2["session_id"]);
+  EXPECT_EQ(s2["phase"], "failed");
+  EXPECT_EQ(s2["ended"]["reason"], "browser-not-live");
+  EXPECT_TRUE(s2["receipt"].is_null());
+  EXPECT_FALSE(world_.locked[1]);
+}
+
 }  // namespace
 }  // namespace evident

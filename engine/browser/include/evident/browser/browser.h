@@ -23,6 +23,7 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
@@ -48,15 +49,20 @@ struct BrowserLimits {
   static constexpr std::size_t kMaxExpressionBytes = 64 * 1024;
   static constexpr std::size_t kMaxSelectorBytes = 1024;
   static constexpr std::size_t kMaxResultBytes = 1024 * 1024;  // evaluate's value_json
-  static constexpr int kMinViewport = 64;
-  static constexpr int kMaxViewport = 8192;
+  static constexpr int kMinViewport = static_cast<int>(protocol::kBrowserViewportMin);
+  static constexpr int kMaxViewport = static_cast<int>(protocol::kBrowserViewportMax);
   static constexpr std::int64_t kStartTimeoutMs = 30000;     // launch -> DevTools port -> page
   static constexpr std::int64_t kCallTimeoutMs = 10000;      // one CDP call
   static constexpr std::int64_t kNavigateTimeoutMs = 30000;  // navigation -> load event
   static constexpr std::int64_t kEvaluateTimeoutMs = 10000;  // script run time (Runtime.evaluate)
+  static constexpr std::int64_t kCheckTimeoutMs = 2000;      // a session's re-check (one CDP call)
   static constexpr std::int64_t kResizeWaitMs = 2000;        // per resize round
   static constexpr int kResizeRounds = 3;
 };
+
+// The text profile_sha256 hashes: Chromium's arguments after argv[0], each followed by "\n",
+// with the argument "--user-data-dir=<path>" written as "--user-data-dir=<profile>".
+std::string profile_digest_text(const std::vector<std::string>& argv, const std::string& profile_dir);
 
 // Request checks, before any work: browser-args, browser-url-scheme, browser-viewport-range.
 Status validate_browser_url(const std::string& url);
@@ -74,9 +80,12 @@ struct BrowserInfo {
   std::string version;    // Browser.getVersion "product", e.g. "Chrome/156.0.8078.114"
   std::string target_id;  // the page target
   std::string profile_dir;
+  // SHA-256 of the command line Chromium runs with (/proc/PID/cmdline after argv[0]), the
+  // profile path written as "<profile>" (docs/browsers.md "Profile digest"; profile_digest_text).
+  std::string profile_sha256;
   bool alive = false;  // process running (list only)
   // {"browser_id","display_id","generation","app_id","pid","url","viewport":{"width","height"},
-  //  "version","target_id","profile_dir"}; list adds "alive".
+  //  "version","target_id","profile_dir","profile_sha256"}; list adds "alive".
   Json to_json() const;
 };
 
@@ -124,6 +133,16 @@ class BrowserManager {
   // Navigates the page and waits for its load event; returns location.href.
   Result<std::string> navigate(const std::string& browser_id, const std::string& url);
   Result<ElementBox> element_box(const std::string& browser_id, const std::string& selector);
+
+  // A session binding the workspace at begin (docs/sessions.md "Browser"): it exists
+  // (browser-not-found), belongs to display `display_id` generation `generation`
+  // (browser-binding-mismatch), and is live: process, display, DevTools and the page target
+  // still listed (browser-not-live). Returns its info.
+  Result<BrowserInfo> bind_check(const std::string& browser_id, int display_id, const std::string& generation);
+  // The cheap re-check around a bound session's action batches: the workspace still exists,
+  // its process runs, its display generation is current, and its page target is still
+  // `target_id` (one Target.getTargetInfo, kCheckTimeoutMs). Else browser-not-live.
+  Status check_live(const std::string& browser_id, const std::string& target_id);
 
   // Closes the browsers of that exact display generation (before the display is destroyed).
   void close_display(int display_id, const std::string& generation);

@@ -40,6 +40,17 @@ struct SessionVideo {
   int fps = 0;
 };
 
+// A browser workspace bound by a session (begin's "browser"; docs/sessions.md "Browser"), as
+// checked live at begin: the receipt's "browser" member.
+struct SessionBrowser {
+  std::string workspace_id;     // "browser-<32 hex>"
+  std::string browser_version;  // CDP Browser.getVersion "product", e.g. "Chrome/140.0.7339.185"
+  std::string target_id;        // the page target (CDP targetId)
+  std::string profile_sha256;   // docs/browsers.md "Profile digest"
+  int width = 0;                // the CSS viewport
+  int height = 0;
+};
+
 // The outcome of one executed action (docs/protocol.md §4 result, as data).
 struct SessionActionOutcome {
   std::string status;  // "ok" | "injected" | "failed"
@@ -83,6 +94,16 @@ class SessionLease {
   // first one's result. Destroying the lease kills a recording never stopped.
   // Errors: "video-failed".
   virtual Result<SessionVideo> stop_video() { return make_error("video-failed", "the session's video was never started"); }
+  // Binds the browser workspace `browser_id` (begin's "browser"): it must exist, belong to this
+  // lease's display generation and be live (process, display, DevTools, page target listed).
+  // Errors: "browser-not-found", "browser-binding-mismatch", "browser-not-live".
+  virtual Result<SessionBrowser> bind_browser(const std::string& browser_id) {
+    (void)browser_id;
+    return make_error("browser-not-found", "this engine has no browser workspaces");
+  }
+  // The cheap re-check of a bound workspace around each action batch: its process runs and its
+  // page target is still the bound one. "browser-not-live".
+  virtual Status check_browser() { return make_error("browser-not-live", "no browser is bound"); }
 };
 
 class SessionBackend {

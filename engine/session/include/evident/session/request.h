@@ -54,6 +54,7 @@ struct SessionRequest {
   // end of the session ("end", the default: docs/sessions.md "App exit").
   bool record_app_exit = false;
   bool record_video = false;  // begin's "record_video" (docs/evidence.md "Video")
+  std::string browser_id;     // begin's optional "browser": a workspace to bind (docs/sessions.md "Browser")
   // continuations
   std::string session_id;
   std::int64_t sequence = -1;           // -1 for begin and status
