@@ -3,16 +3,15 @@ daemon` on a private socket, a real Tk app that shows known text and writes wher
 the CLI binary run as a user runs it (the global --socket before the command, --json)."""
 import json
 import os
-import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 import evident
+from daemon_proc import running_daemon
+from evident_bin import find_evident_bin
 
-REPO = Path(__file__).resolve().parents[3]
 PY = "/usr/bin/python3"
 
 # Shows one line at once; writes its screen box (Tk's own geometry) to argv[1] once drawn.
@@ -34,40 +33,10 @@ root.mainloop()
 """
 
 
-def evident_bin():
-    path = os.environ.get("EVIDENT_BIN") or str(REPO / "build" / "engine" / "cli" / "evident")
-    assert os.access(path, os.X_OK), f"the evident CLI is not built at {path} (set EVIDENT_BIN)"
-    return path
-
-
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("textcli")
-    sock_dir = tmp / "run"
-    sock_dir.mkdir(mode=0o700)
-    sock = str(sock_dir / "evident.sock")
-    log = tmp / "daemon.log"
-    with open(log, "wb") as log_file:
-        proc = subprocess.Popen([evident_bin(), "daemon", "--socket", sock, "--state-dir", str(tmp / "state")],
-                                stdout=log_file, stderr=subprocess.STDOUT)
-    client = evident.Client(socket=sock, timeout=60)
-
-    def ready():
-        if proc.poll() is not None:
-            raise AssertionError(f"daemon exited: {log.read_text()[-2000:]}")
-        try:
-            return client.ping()
-        except evident.EvidentError as e:
-            if e.code != "daemon-unavailable":
-                raise
-            return None
-
-    evident.wait_for(ready, 20, "the daemon's socket")
-    try:
+    with running_daemon(tmp_path_factory.mktemp("textcli")) as (sock, client):
         yield sock, client
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +58,7 @@ def shown(daemon, tmp_path_factory):
 
 
 def text_cli(sock, *args, env=None):
-    r = subprocess.run([evident_bin(), "--socket", sock, *args], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([find_evident_bin(), "--socket", sock, *args], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, **(env or {})))
     return r
 
