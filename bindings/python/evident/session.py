@@ -17,8 +17,8 @@ import hashlib
 import json
 import secrets
 from types import TracebackType
-from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type,
-                    TypeVar, Union)
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Type, TypeVar,
+                    Union)
 
 from . import _protocol
 from ._call import Caller, InterruptHook, PendingCall
@@ -27,8 +27,14 @@ from .errors import EvidentError, SessionError, error_from_reply
 from .verification import Verification, verify_receipt
 from .windows import AppRef, WindowHelpers
 
-if TYPE_CHECKING:
-    from .browser import Browser
+
+class BrowserRef(Protocol):
+    """What a session needs of a browser workspace (an :class:`evident.Browser`): its id. The
+    session layer sits below the browser one (docs/python.md, "Package layout")."""
+
+    @property
+    def browser_id(self) -> str: ...
+
 
 __all__ = ["Session", "MAX_ACTIONS_PER_BATCH", "MAX_ACTIONS_PER_SESSION"]
 
@@ -70,7 +76,7 @@ class Session:
     def begin(cls: Type[_S], engine: Caller, display: WindowHelpers, app: Union[AppRef, str], *,
               attempt_id: Optional[str] = None, job_sha256: Optional[str] = None,
               app_exit: Optional[str] = None, record_video: bool = False,
-              browser: Union["Browser", str, None] = None) -> _S:
+              browser: Union[BrowserRef, str, None] = None) -> _S:
         """``begin``: takes the display's exclusive lock and captures the initial frame.
 
         ``attempt_id`` defaults to a random ``att-<hex>``; ``job_sha256`` to the SHA-256 of the

@@ -10,6 +10,8 @@ import sys
 from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
 
 from .agent.ocr import Line
+from .client import Client
+from .display import Display
 from .errors import DisplayError, EvidentError
 from .screen_text import DEFAULT_FIND_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S, find_text, read_text
 
@@ -36,7 +38,6 @@ def _lines_json(lines: Sequence[Line]) -> List[Dict[str, Any]]:
 
 def _attach(client: Any, display_id: int, generation: str) -> Any:
     """The daemon's display ``display_id`` of exactly ``generation``, as a :class:`Display`."""
-    from .display import Display
     for d in client.call("display.list")["displays"]:
         if int(d["id"]) == display_id:
             if str(d["generation"]) != generation:
@@ -82,7 +83,6 @@ def main(argv: Optional[List[str]] = None, out: Optional[IO[str]] = None) -> int
             sys.stderr.write(f"evident: error [{code}]: {message}\n")
         return status
 
-    from .client import Client
     try:
         with Client(args.socket) as client:
             d = _attach(client, args.id, args.generation)
