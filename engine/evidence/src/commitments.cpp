@@ -93,14 +93,21 @@ Result<Json> disclose_action(const std::string& state_dir, const Json& receipt,
   if ((*doc)["receipt_id"] != receipt["receipt_id"] || (*doc)["session_id"] != session_id) {
     return unavailable("the private commitments record is for another receipt");
   }
+  // The record is outside input too (a file in the state dir): a member is read only after it is
+  // known to be there (operator[] on a const object with a missing key is undefined behaviour).
+  auto string_member = [](const Json& o, const char* key) -> const std::string* {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+  };
   for (const Json& a : (*doc)["actions"]) {
     if (!a.is_object() || a.value("action_index", Json(-1)) != action_index) continue;
-    if (!a["salt"].is_string() || !a["value"].is_string() || !a["action"].is_string()) break;
-    auto c = commitment_digest(a["salt"].get<std::string>(), a["value"].get<std::string>());
-    if (!c.ok() || event["commitment"] != *c || a["action"] != event["action"]) break;
-    return make_disclosure(receipt["receipt_id"].get<std::string>(), action_index,
-                           a["action"].get<std::string>(), a["salt"].get<std::string>(),
-                           a["value"].get<std::string>());
+    const std::string* salt = string_member(a, "salt");
+    const std::string* value = string_member(a, "value");
+    const std::string* kind = string_member(a, "action");
+    if (!salt || !value || !kind) break;
+    auto c = commitment_digest(*salt, *value);
+    if (!c.ok() || event.value("commitment", Json()) != *c || event.value("action", Json()) != *kind) break;
+    return make_disclosure(receipt["receipt_id"].get<std::string>(), action_index, *kind, *salt, *value);
   }
   return unavailable("the private commitments record does not recompute this action's commitment");
 }
