@@ -17,6 +17,7 @@ import pytest
 
 import evident
 from evident import actions as a
+from procs import alive
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gtk", "ax_app.py")
 SECRET = "s3cret-Typed-9"
@@ -277,14 +278,6 @@ def test_observe_ax_is_bounded_in_nodes_and_says_so(engine, tmp_path):
         assert len(obs.text.encode()) <= 65536
 
 
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not os.environ.get("EVIDENT_BIN") or not os.path.exists(os.environ["EVIDENT_BIN"]),
                     reason="EVIDENT_BIN (the built CLI) is not set")
 def test_cli_tree_and_nothing_left_after_the_daemon_is_killed(tmp_path):
@@ -333,11 +326,11 @@ def test_cli_tree_and_nothing_left_after_the_daemon_is_killed(tmp_path):
         layer = next(l for l in out["layers"] if l["name"] == "accessibility")
         assert layer["state"] == "ready"
         pids = [int(p) for p in re.findall(r"pid (\d+)", layer["detail"])]
-        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        assert len(pids) == 3 and all(alive(p) for p in pids)
     finally:
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(timeout=30)
-    evident.wait_for(lambda: not any(_alive(p) for p in pids + [app_pid]), 10,
+    evident.wait_for(lambda: not any(alive(p) for p in pids + [app_pid]), 10,
                      "the stack and the app to die with the daemon")
 
 

@@ -8,19 +8,12 @@ import pytest
 
 import evident
 from evident import actions as a
+from procs import alive
 
 PAGE = ("<!doctype html><title>py</title><body style=\"margin:0\">"
         "<button id=\"go\" style=\"position:absolute;left:40px;top:30px;width:120px;height:50px\""
         " onclick=\"window.clicked = {x: event.clientX, y: event.clientY, trusted: event.isTrusted}\">"
         "go</button></body>")
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 def _group(pgid):
@@ -95,7 +88,7 @@ def test_click_an_element_box_and_destroy_the_display(engine, tmp_path):
     profile = browser.profile_dir
     assert os.path.isdir(profile)
     display.destroy()
-    assert all(evident.wait_for(lambda p=p: not _alive(p), timeout=10, what="a Chromium process")
+    assert all(evident.wait_for(lambda p=p: not alive(p), timeout=10, what="a Chromium process")
                for p in members)
     assert not os.path.exists(profile)
     with pytest.raises(evident.BrowserError) as e:

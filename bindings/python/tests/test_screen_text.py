@@ -6,33 +6,7 @@ import time
 import pytest
 
 import evident
-
-PY = "/usr/bin/python3"
-
-# Shows a fixed title line at once and a second line 800 ms later; writes each label's screen box
-# (Tk's own winfo geometry) to argv[1] as JSON once both are drawn.
-TK_TEXT = r"""
-import json, os, sys, tkinter as tk
-root = tk.Tk()
-root.title("evident-ocr")
-root.geometry("460x160+20+30")
-root.configure(bg="white")
-a = tk.Label(root, text="Quarterly Report Ready", font=("DejaVu Sans", 22), bg="white", fg="black")
-a.place(x=10, y=10)
-b = tk.Label(root, text="", font=("DejaVu Sans", 22), bg="white", fg="black")
-b.place(x=10, y=80)
-def box(w):
-    return [w.winfo_rootx(), w.winfo_rooty(), w.winfo_width(), w.winfo_height()]
-def later():
-    b.configure(text="Submit Invoice Now")
-    root.update_idletasks()
-    with open(sys.argv[1] + ".tmp", "w") as f:
-        json.dump({"a": box(a), "b": box(b)}, f)
-    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
-root.after(800, later)
-root.mainloop()
-"""
-
+from procs import inside, text_app_argv
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
@@ -46,18 +20,9 @@ def display(engine):
         yield d
 
 
-def _inside(inner, outer, slack=4):
-    x, y, w, h = inner
-    ox, oy, ow, oh = outer
-    return (ox - slack <= x and oy - slack <= y and x + w <= ox + ow + slack
-            and y + h <= oy + oh + slack)
-
-
 def test_find_text_waits_for_text_that_appears_and_read_text_reads_it(display, tmp_path):
     geo = tmp_path / "geo.json"
-    script = tmp_path / "text.py"
-    script.write_text(TK_TEXT)
-    display.launch([PY, str(script), str(geo)], wait_window_ms=15000)
+    display.launch(text_app_argv(geo, second_line="Submit Invoice Now"), wait_window_ms=15000)
     w = display.wait_window(title="evident-ocr", timeout=5)
     region = (w.x, w.y, w.width, w.height)
     # The second line is drawn 800 ms after start: find_text waits for it, driven by changes.
@@ -66,20 +31,18 @@ def test_find_text_waits_for_text_that_appears_and_read_text_reads_it(display, t
     evident.wait_for(geo.exists, 10, "the app's geometry file")
     boxes = json.loads(geo.read_text())
     found = r.raw["box"]
-    assert _inside((found["x"], found["y"], found["width"], found["height"]), boxes["b"])
+    assert inside((found["x"], found["y"], found["width"], found["height"]), boxes["b"])
     # read_text: both lines, in display coordinates, where Tk drew them.
     text = display.read_text(region)
     assert "Quarterly Report Ready" in text.text and "Submit Invoice Now" in text.text
     assert text.region == region
-    assert _inside(text.find("Quarterly Report"), boxes["a"])
+    assert inside(text.find("Quarterly Report"), boxes["a"])
     assert text.find("no such words") is None
 
 
 def test_find_text_that_never_appears_times_out_after_one_read_of_an_idle_screen(display, tmp_path):
     geo = tmp_path / "geo.json"
-    script = tmp_path / "text.py"
-    script.write_text(TK_TEXT)
-    display.launch([PY, str(script), str(geo)], wait_window_ms=15000)
+    display.launch(text_app_argv(geo, second_line="Submit Invoice Now"), wait_window_ms=15000)
     evident.wait_for(geo.exists, 10, "the second line")
     w = display.wait_window(title="evident-ocr", timeout=5)
     display.wait_stable(timeout=5)
@@ -128,7 +91,5 @@ def test_wait_pixels_until_differs(display, tmp_path):
 
 def test_the_pytest_plugins_display_finds_text(evident_display, tmp_path):
     geo = tmp_path / "geo.json"
-    script = tmp_path / "text.py"
-    script.write_text(TK_TEXT)
-    evident_display.launch([PY, str(script), str(geo)], wait_window_ms=15000)
+    evident_display.launch(text_app_argv(geo, second_line="Submit Invoice Now"), wait_window_ms=15000)
     assert evident_display.find_text("Quarterly Report", timeout=20).outcome == "found"

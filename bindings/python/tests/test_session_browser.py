@@ -25,6 +25,7 @@ import pytest
 import evident
 from evident import actions as a
 from evident_bin import find_evident_bin
+from procs import alive
 
 EVIDENT = find_evident_bin()
 pytestmark = pytest.mark.skipif(EVIDENT is None, reason="the evident binary is not built")
@@ -33,14 +34,6 @@ PAGE = ("<!doctype html><title>bound</title><body style=\"margin:0\">"
         "<button id=\"go\" style=\"position:absolute;left:40px;top:30px;width:120px;height:50px\""
         " onclick=\"(window.clicks = window.clicks || []).push("
         "{x: event.clientX, y: event.clientY, trusted: event.isTrusted})\">go</button></body>")
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 def _cmdline(pid):
@@ -133,7 +126,7 @@ def test_a_browser_killed_mid_session_fails_the_next_batch_and_injects_nothing(e
         pointer = _pointer(display)
         assert pointer == box.center
         os.kill(browser.pid, signal.SIGKILL)
-        evident.wait_for(lambda: not _alive(browser.pid), timeout=10, what="Chromium's death")
+        evident.wait_for(lambda: not alive(browser.pid), timeout=10, what="Chromium's death")
         with pytest.raises(evident.EvidentError) as e:
             s.actions([a.click(300, 300), a.type("nothing")])
         assert e.value.code == "browser-not-live"

@@ -11,27 +11,7 @@ import pytest
 import evident
 from daemon_proc import running_daemon
 from evident_bin import find_evident_bin
-
-PY = "/usr/bin/python3"
-
-# Shows one line at once; writes its screen box (Tk's own geometry) to argv[1] once drawn.
-TK_TEXT = r"""
-import json, os, sys, tkinter as tk
-root = tk.Tk()
-root.title("evident-text-cli")
-root.geometry("460x90+20+30")
-root.configure(bg="white")
-a = tk.Label(root, text="Quarterly Report Ready", font=("DejaVu Sans", 22), bg="white", fg="black")
-a.place(x=10, y=10)
-def done():
-    root.update_idletasks()
-    with open(sys.argv[1] + ".tmp", "w") as f:
-        json.dump([a.winfo_rootx(), a.winfo_rooty(), a.winfo_width(), a.winfo_height()], f)
-    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
-root.after(200, done)
-root.mainloop()
-"""
-
+from procs import inside, text_app_argv
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
@@ -45,28 +25,20 @@ def shown(daemon, tmp_path_factory):
     sock, client = daemon
     tmp = tmp_path_factory.mktemp("tk")
     geo = tmp / "geo.json"
-    script = tmp / "text.py"
-    script.write_text(TK_TEXT)
     with client.create_display(width=640, height=200) as d:
-        d.launch([PY, str(script), str(geo)], wait_window_ms=15000)
+        d.launch(text_app_argv(geo, title="evident-text-cli"), wait_window_ms=15000)
         evident.wait_for(geo.exists, 10, "the app's geometry file")
         w = d.wait_window(title="evident-text-cli", timeout=5)
         d.wait_stable(timeout=5)
         # tesseract reads the window's area (white), not the black root around it (as in
         # test_screen_text.py, the region is the window's)
-        yield sock, d, json.loads(geo.read_text()), f"{w.x},{w.y},{w.width},{w.height}"
+        yield sock, d, json.loads(geo.read_text())["a"], f"{w.x},{w.y},{w.width},{w.height}"
 
 
 def text_cli(sock, *args, env=None):
     r = subprocess.run([find_evident_bin(), "--socket", sock, *args], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, **(env or {})))
     return r
-
-
-def _inside(inner, outer, slack=4):
-    x, y, w, h = inner
-    ox, oy, ow, oh = outer
-    return ox - slack <= x and oy - slack <= y and x + w <= ox + ow + slack and y + h <= oy + oh + slack
 
 
 def test_text_read_prints_the_lines_where_the_app_drew_them(shown):
@@ -78,7 +50,7 @@ def test_text_read_prints_the_lines_where_the_app_drew_them(shown):
     assert doc["region"] == dict(zip(("x", "y", "width", "height"), map(int, region.split(","))))
     line = [ln for ln in doc["lines"] if ln["text"] == "Quarterly Report Ready"]
     assert len(line) == 1, doc["text"]
-    assert _inside((line[0]["x"], line[0]["y"], line[0]["width"], line[0]["height"]), label)
+    assert inside((line[0]["x"], line[0]["y"], line[0]["width"], line[0]["height"]), label)
     # Plain output is the text itself; a region keeps the read inside it.
     plain = text_cli(sock, "text", "read", str(d.id), d.generation, "--region", region)
     assert plain.returncode == 0 and "Quarterly Report Ready" in plain.stdout.splitlines()
@@ -94,7 +66,7 @@ def test_text_find_found_and_timeout(shown):
     doc = json.loads(r.stdout)
     assert doc["outcome"] == "found" and doc["checks"] >= 1
     b = doc["box"]
-    assert _inside((b["x"], b["y"], b["width"], b["height"]), label)
+    assert inside((b["x"], b["y"], b["width"], b["height"]), label)
     t0 = time.monotonic()
     miss = text_cli(sock, "--json", "text", "find", str(d.id), d.generation, "Cancel Order", "--region", region,
                     "--timeout", "2")

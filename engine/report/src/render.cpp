@@ -422,6 +422,15 @@ std::string render_html(const Evidence& ev, const std::string& link_base_dir) {
     row("attempt", text_or_dash(string_member(*binding, "attempt_id")));
     if (!ev.task) row("job sha256", text_or_dash(string_member(*binding, "job_sha256")));
   }
+  // v3 sessions that bound a browser workspace (docs/receipts.md §15): what begin checked live.
+  if (const Json* browser = member(r, "browser")) {
+    const Json* viewport = member(*browser, "viewport");
+    row("browser", text_or_dash(string_member(*browser, "workspace_id")) + " \u00b7 " +
+                       xml_escape(string_member(*browser, "browser_version")) + " \u00b7 viewport " +
+                       int_or_dash(viewport, "width") + "\u00d7" + int_or_dash(viewport, "height") +
+                       " \u00b7 page target " + text_or_dash(string_member(*browser, "target_id")) +
+                       " \u00b7 profile sha256 " + text_or_dash(string_member(*browser, "profile_sha256")));
+  }
   if (actor) row("actor", "<code>" + xml_escape(actor->dump(-1, ' ', false, Json::error_handler_t::replace)) + "</code>");
   row("started", xml_escape(string_member(r, "started_at")));
   row("completed", xml_escape(string_member(r, "completed_at")) + " (" + int_or_dash(&r, "elapsed_ms") + " ms)");
@@ -615,6 +624,15 @@ std::string render_markdown(const Evidence& ev, const std::string& link_base_dir
     auto pid = int_member(*binding, "app_pid");
     m += "- app pid " + (pid ? std::to_string(*pid) : std::string("?")) + " on display " +
          md(string_member(*binding, "display_name")) + ", attempt " + code(string_member(*binding, "attempt_id")) + "\n";
+  }
+  if (const Json* browser = member(r, "browser")) {
+    const Json* viewport = member(*browser, "viewport");
+    auto w = viewport ? int_member(*viewport, "width") : std::nullopt;
+    auto hgt = viewport ? int_member(*viewport, "height") : std::nullopt;
+    m += "- browser workspace " + code(string_member(*browser, "workspace_id")) + " (" +
+         md(string_member(*browser, "browser_version")) + ", viewport " + (w ? std::to_string(*w) : std::string("?")) +
+         "x" + (hgt ? std::to_string(*hgt) : std::string("?")) + ", page target " +
+         code(string_member(*browser, "target_id")) + ")\n";
   }
   auto actions = int_member(r, "action_count");
   auto events = int_member(r, "input_event_count");

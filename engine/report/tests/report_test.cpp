@@ -373,6 +373,41 @@ TEST(Report, ClaimsAndAttemptIdAreEscapedNeverExecuted) {
   EXPECT_NE(mdoc.find("\n````json\n"), std::string::npos);
 }
 
+// A v3 session that bound a browser workspace (docs/receipts.md §15): the report names the
+// workspace, the browser, the viewport and the page target in both formats, escaped, and a
+// receipt without the member shows no browser row.
+TEST(Report, BoundBrowserWorkspaceIsShown) {
+  EvidenceDir d("v3-three-actions");
+  Evidence plain = load(d.path());
+  EXPECT_EQ(render_html(plain).find("<dt>browser</dt>"), std::string::npos);
+  EXPECT_EQ(render_markdown(plain, d.path()).find("browser workspace"), std::string::npos);
+
+  ReceiptInput in = golden_input("v3-three-actions");
+  BrowserBindingRecord b;
+  b.workspace_id = "browser-0123456789abcdef0123456789abcdef";
+  b.browser_version = "Chrome/140.0.7339.185 <b>&";
+  b.target_id = "A1B2C3D4E5F60718293A4B5C6D7E8F90";
+  b.profile_sha256 = std::string(64, 'e');
+  b.width = 800;
+  b.height = 600;
+  in.browser = b;
+  rebuild(d.path(), in);
+  Evidence ev = load(d.path());
+  EXPECT_TRUE(ev.ok) << ::testing::PrintToString(failed(ev));
+  std::string html = render_html(ev);
+  EXPECT_NE(html.find("<dt>browser</dt><dd><code>browser-0123456789abcdef0123456789abcdef</code> \u00b7 "
+                      "Chrome/140.0.7339.185 &lt;b&gt;&amp; \u00b7 viewport 800\u00d7600 \u00b7 page target "
+                      "<code>A1B2C3D4E5F60718293A4B5C6D7E8F90</code> \u00b7 profile sha256 <code>" +
+                      std::string(64, 'e') + "</code></dd>"),
+            std::string::npos);
+  EXPECT_EQ(html.find("<b>&"), std::string::npos);
+  std::string mdoc = render_markdown(ev, d.path());
+  EXPECT_NE(mdoc.find("\n- browser workspace browser-0123456789abcdef0123456789abcdef (Chrome/140.0.7339.185 "
+                      "&lt;b&gt;&amp;, viewport 800x600, page target A1B2C3D4E5F60718293A4B5C6D7E8F90)\n"),
+            std::string::npos)
+      << mdoc;
+}
+
 TEST(Report, MarkdownHasOneRowPerEventWithRelativeFrameLinks) {
   EvidenceDir d("three-actions");
   Evidence ev = load(d.path());
