@@ -361,9 +361,17 @@ def test_qt_app_tree_with_qt_accessibility(engine, tmp_path):
         entry = tree.find(role="text", name="name")
         password = tree.find(role="password text", name="password")
         assert button is not None and entry is not None and password is not None
-        display.actions([a.click(*entry.center), a.type("qt text"), a.click(*password.center),
-                         a.type(SECRET), a.click(*button.center)], settle=True).check()
+        batch = display.actions([a.click(*entry.center), a.type("qt text"), a.click(*password.center),
+                                 a.type(SECRET), a.click(*button.center)], observe="ax", settle=True).check()
         assert {"event": "clicked", "button": "Press me"} in _events(log)
+        # observe "ax" reads Qt's tree as it reads GTK's: the new label, the typed value, the
+        # password withheld, and the secret nowhere in the reply.
+        nodes, closing = _ax_lines(batch.observation.text)
+        assert closing is None and batch.observation.ax["app_count"] == 1
+        assert _one(nodes, "label", "Pressed")["center"] is not None
+        assert _one(nodes, "text", "name")["value"] == "qt text"
+        assert _one(nodes, "password text")["value"] == "withheld"
+        assert SECRET not in json.dumps(batch.raw)
         after = display.accessibility(app)
         assert after.find(role="label", name="Pressed") is not None
         assert after.find(role="text", name="name").value == "qt text"
@@ -391,9 +399,16 @@ def test_chromium_page_tree(engine, tmp_path):
         plain = tree.find(role="entry", name="plain")
         password = tree.find(role="password text", name="secret")
         assert button.bounds is not None and plain is not None and password.value_withheld
-        display.actions([a.click(*plain.center), a.type("web text"), a.click(*password.center),
-                         a.type(SECRET), a.click(*button.center)], settle=True).check()
+        batch = display.actions([a.click(*plain.center), a.type("web text"), a.click(*password.center),
+                                 a.type(SECRET), a.click(*button.center)], observe="ax", settle=True).check()
         assert browser.evaluate("window.clicked") is True
+        # observe "ax" over Chromium's renderer tree: the button where the tree said, the typed
+        # value, the password withheld, the secret nowhere in the reply.
+        nodes, _ = _ax_lines(batch.observation.text)
+        assert _one(nodes, "push button", "Go")["center"] == tuple(button.center)
+        assert _one(nodes, "entry", "plain")["value"] == "web text"
+        assert _one(nodes, "password text", "secret")["value"] == "withheld"
+        assert SECRET not in json.dumps(batch.raw)
         after = display.accessibility(browser.app)
         assert after.find(role="entry", name="plain").value == "web text"
         assert after.find(role="password text", name="secret").value is None
