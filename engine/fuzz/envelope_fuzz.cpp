@@ -4,8 +4,9 @@
 // started: an op that would start a process, display.create, is parsed but not dispatched).
 // Invariants: every answer is a response object ({"ok":true,...} or {"ok":false,"error":{code,
 // message,retryable}}) that dumps to strict, valid UTF-8 JSON; a refusal's code is declared and
-// its message has no echo of the request; call_inline, when it answers, answers the same; the
-// engine owns no display, app or browser afterwards and still answers ping.
+// its message has no echo of the request; call_inline, when it answers, answers the same, and
+// call_inline_value (the object path) with the parsed value runs inline exactly when it does
+// and answers byte for byte the same; the engine owns no display, app or browser afterwards and still answers ping.
 #include <unistd.h>
 
 #include <cstddef>
@@ -76,12 +77,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!parsed.ok()) {
     fuzz::require(!r["ok"].get<bool>(), "text that is not strict JSON was accepted");
   }
-  if (auto inline_r = g_engine->call_inline(actor, input)) {
+  auto inline_r = g_engine->call_inline(actor, input);
+  if (inline_r) {
     require_response(*inline_r, input);
     fuzz::require((*inline_r)["ok"] == r["ok"], "call_inline and call disagree");
     if (!r["ok"].get<bool>()) {
       fuzz::require((*inline_r)["error"]["code"] == r["error"]["code"], "call_inline and call disagree on the code");
     }
+  }
+  // The object path (the Python binding's) gets the value the strict parse built, within the
+  // text bound: it runs inline exactly when the text does, and answers the same.
+  if (parsed.ok() && input.size() <= Engine::kMaxRequestBytes) {
+    auto value_r = g_engine->call_inline_value(actor, *parsed);
+    fuzz::require(value_r.has_value() == inline_r.has_value(), "call_inline_value and call_inline disagree on running inline");
+    if (value_r) fuzz::require(dump_json(*value_r) == dump_json(*inline_r), "call_inline_value and call_inline answer differently");
   }
   // Nothing was created, and the engine still serves.
   const Json displays = g_engine->call(actor, Json{{"op", "display.list"}});

@@ -116,7 +116,8 @@ class Caller(Protocol):
              on_interrupt: Optional[InterruptHook] = None) -> Dict[str, Any]: ...
 
 
-def _in_main_thread() -> bool:
+def in_main_thread() -> bool:
+    """True on the thread Python delivers signals (Ctrl-C) to."""
     return threading.current_thread() is threading.main_thread()
 
 
@@ -136,7 +137,7 @@ def run_interruptible(fn: Callable[[str], str], text: str,
     cannot un-send input that is already in flight); ``on_interrupt(pending)`` is called so the
     caller can schedule cleanup, and the interrupt propagates.
     """
-    if not _in_main_thread():
+    if not in_main_thread():
         return fn(text)
     if inline is not None:
         answered = inline(text)

@@ -16,6 +16,10 @@ class Engine:
     def call_inline(self, request_json: str) -> Optional[str]:
         """The reply when the request is short and bounded (ping, a cu.actions batch of bounded
         kinds without settle), else None and nothing ran. Releases the GIL."""
+    def call_inline_object(self, envelope: object) -> object:
+        """call_inline without JSON text: the envelope as Python objects. The reply as objects
+        (a dict, or its JSON text), None when the request does not run inline, False when the
+        envelope must go as text; nothing ran in those two cases."""
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence,
                     Set, Union)
 
-from ._call import InterruptHook, PendingCall, run_interruptible
+from ._call import InterruptHook, PendingCall, in_main_thread, run_interruptible
 from ._native import find_core
 from .app import App
 from .display import Display
@@ -38,7 +38,8 @@ def load_core() -> ModuleType:
 
 class Backend(Protocol):
     """What carries the envelopes: ``evident._core.Engine`` in-process, a socket for
-    :class:`evident.Client`. (``wait_warm(timeout_ms)`` is optional.)"""
+    :class:`evident.Client`. (``wait_warm(timeout_ms)`` is optional, and so are the in-process
+    short-call paths ``call_inline(text)`` and ``call_inline_object(envelope)``.)"""
 
     def call(self, request_json: str) -> str: ...
 
@@ -91,9 +92,12 @@ class Engine:
                 native = core.Engine(str(state_dir or ""), str(runtime_dir or ""))
             backend = native
         self._backend = backend
-        # In-process only: short calls run on the calling thread (evident._call).
+        # In-process only: short calls run on the calling thread (evident._call), offered first
+        # as objects (no JSON text on either side), else as text.
         self._inline: Optional[Callable[[str], Optional[str]]] = getattr(backend, "call_inline",
                                                                          None)
+        self._inline_object: Optional[Callable[[Dict[str, Any]], Any]] = getattr(
+            backend, "call_inline_object", None)
         self._lock = threading.Lock()
         self._inflight: Set[PendingCall] = set()
         self._idle = threading.Condition(self._lock)
@@ -114,10 +118,25 @@ class Engine:
         if self._closed:
             raise EngineError("engine-closed", "this Engine was closed; create a new one")
         body = args if isinstance(args, dict) else dict(args or {})  # json needs a dict
-        text = _dumps({"op": op, "args": body})
-        reply_text = run_interruptible(self._backend.call, text, on_interrupt=on_interrupt,
-                                       track=self._track, inline=self._inline)
-        reply = _loads_reply(reply_text)
+        envelope = {"op": op, "args": body}
+        inline = self._inline
+        answered: Any = False
+        if self._inline_object is not None and in_main_thread():
+            # The object path (docs/python.md "The GIL and Ctrl-C"): the reply as objects (or
+            # text); None: not a short call, nothing ran (it takes the worker); False: nothing
+            # ran, the envelope goes as text (the engine's strict parser judges it, same codes).
+            answered = self._inline_object(envelope)
+            if answered is None:
+                inline = None
+        if isinstance(answered, dict):
+            reply: Any = answered
+        elif isinstance(answered, str):
+            reply = _loads_reply(answered)
+        else:
+            reply_text = run_interruptible(self._backend.call, _dumps(envelope),
+                                           on_interrupt=on_interrupt, track=self._track,
+                                           inline=inline)
+            reply = _loads_reply(reply_text)
         if not isinstance(reply, dict) or "ok" not in reply:
             raise EngineError("engine-reply", f"malformed engine reply to {op}")
         return reply

@@ -254,8 +254,12 @@ std::optional<Json> Engine::call_inline(const Actor& actor, std::string_view req
   if (request_json.size() > kMaxRequestBytes) return call(actor, request_json);  // refused now
   auto parsed = parse_json_strict(request_json, kMaxRequestBytes, "request-json");
   if (!parsed.ok()) return error_response(parsed.error());
+  return call_inline_value(actor, *parsed);
+}
+
+std::optional<Json> Engine::call_inline_value(const Actor& actor, const Json& envelope) {
   // A request that is not an object is refused (request-args) at once, so it runs here too.
-  if (!parsed->is_object() || runs_inline(*parsed)) return impl_->dispatch(actor, *parsed);
+  if (!envelope.is_object() || runs_inline(envelope)) return impl_->dispatch(actor, envelope);
   return std::nullopt;
 }
 

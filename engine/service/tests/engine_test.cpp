@@ -155,6 +155,17 @@ TEST_F(EngineTest, CallInlineRunsOnlyBoundedRequests) {
   auto bad = engine_->call_inline(actor_, "{\"op\":");
   ASSERT_TRUE(bad);
   EXPECT_EQ((*bad)["error"]["code"], "request-json");
+  // The object path (call_inline_value, the Python binding's): the same decision and answers.
+  EXPECT_FALSE(engine_->call_inline_value(actor_, Json::parse(batch({counter}, true))));
+  EXPECT_FALSE(engine_->call_inline_value(actor_, Json{{"op", "display.list"}, {"args", Json::object()}}));
+  auto ping_value = engine_->call_inline_value(actor_, Json{{"op", "ping"}, {"args", Json::object()}});
+  ASSERT_TRUE(ping_value);
+  EXPECT_EQ(dump_json(*ping_value), dump_json(*ping));
+  auto not_object = engine_->call_inline_value(actor_, Json::array());
+  auto not_object_text = engine_->call_inline(actor_, "[]");
+  ASSERT_TRUE(not_object && not_object_text);
+  EXPECT_EQ((*not_object)["error"]["code"], "request-args");
+  EXPECT_EQ(dump_json(*not_object), dump_json(*not_object_text));
   auto ran = engine_->call_inline(actor_, batch({button}, false));
   ASSERT_TRUE(ran);
   ASSERT_EQ((*ran)["ok"], true) << ran->dump();

@@ -91,6 +91,13 @@ class Engine {
   // to another thread to stay interruptible (the Python binding, docs/python.md "The GIL and
   // Ctrl-C"): the short ones can run on the calling thread. Thread-safe; never throws.
   std::optional<Json> call_inline(const Actor& actor, std::string_view request_json);
+  // The same for an envelope the caller built as a value instead of text (the Python binding's
+  // object path, docs/python.md "The GIL and Ctrl-C"). The caller vouches for everything the
+  // text overload's strict parse and size bound check: the value is exactly what
+  // parse_json_strict would build from a text of at most kMaxRequestBytes (nesting within
+  // kMaxJsonDepth, integers within ±(2^53−1), no floats, valid UTF-8); anything else it sends
+  // as text, so limits and refusals stay those of the text envelope.
+  std::optional<Json> call_inline_value(const Actor& actor, const Json& envelope);
 
   // Stops everything owned; idempotent. Called by the destructor and on daemon shutdown.
   void shutdown();
