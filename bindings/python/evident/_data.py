@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple, Type,
+                    TypeVar, Union)
 
 from .errors import ActionError
 
@@ -22,6 +23,8 @@ __all__ = [
     "Action", "Settle", "Region", "PngInfo", "Png", "ActionResult", "Observation", "BatchResult",
     "DisplayStatus", "Window", "WaitResult", "ElementBox",
 ]
+
+_T = TypeVar("_T")
 
 Action = Dict[str, Any]
 """One action: the exact JSON object the engine expects (``{"type": "click", "x": 1, ...}``)."""
@@ -39,6 +42,16 @@ def _open_image(data: bytes) -> "_PILImage.Image":
     img = Image.open(io.BytesIO(data))
     img.load()
     return img
+
+
+def _built(cls: Type[_T], values: Dict[str, Any]) -> _T:
+    """An instance of the frozen dataclass ``cls`` holding ``values`` (every field, in field
+    order): what its ``__init__`` builds, without the ``object.__setattr__`` call per field that
+    a frozen ``__init__`` makes (a third of building a click's result; docs/performance.md, "The
+    per-call cost"). Only for the classes below themselves; a subclass gets its own ``__init__``."""
+    obj: _T = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 @dataclass(frozen=True)
@@ -119,8 +132,11 @@ class ActionResult:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "ActionResult":
-        return cls(int(obj.get("index", 0)), str(obj.get("type", "")),
-                   str(obj.get("status", "")), str(obj.get("detail", "")), dict(obj))
+        values: Dict[str, Any] = {
+            "index": int(obj.get("index", 0)), "type": str(obj.get("type", "")),
+            "status": str(obj.get("status", "")), "detail": str(obj.get("detail", "")),
+            "raw": dict(obj)}
+        return _built(cls, values) if cls is ActionResult else cls(**values)
 
     @property
     def ok(self) -> bool:
@@ -159,8 +175,11 @@ class Observation:
         if not obj:
             return None
         ax = obj.get("ax")
-        return cls(str(obj.get("kind", "")), str(obj.get("reason", "")),
-                   PngInfo.from_json(obj.get("png")), dict(ax) if isinstance(ax, Mapping) else None)
+        values: Dict[str, Any] = {
+            "kind": str(obj.get("kind", "")), "reason": str(obj.get("reason", "")),
+            "png": PngInfo.from_json(obj.get("png")),
+            "ax": dict(ax) if isinstance(ax, Mapping) else None}
+        return _built(cls, values) if cls is Observation else cls(**values)
 
     @property
     def text(self) -> Optional[str]:
@@ -185,9 +204,11 @@ class BatchResult:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "BatchResult":
-        return cls([ActionResult.from_json(r) for r in obj.get("results", [])],
-                   Observation.from_json(obj.get("observation")),
-                   dict(obj.get("settle") or {}), dict(obj))
+        values: Dict[str, Any] = {
+            "results": [ActionResult.from_json(r) for r in obj.get("results", [])],
+            "observation": Observation.from_json(obj.get("observation")),
+            "settle": dict(obj.get("settle") or {}), "raw": dict(obj)}
+        return _built(cls, values) if cls is BatchResult else cls(**values)
 
     @property
     def ok(self) -> bool:

@@ -161,7 +161,9 @@ class Display(ActionHelpers, WindowHelpers):
         """
         request: Dict[str, Any] = {"actions": [dict(a) for a in actions], "observe": observe,
                                    "settle": settle, "coordinate_space": coordinate_space}
-        reply = self.engine.call("cu.actions", {**self._ref(), "request": request})
+        reply = self.engine.call("cu.actions", {"display_id": self.id,
+                                                "generation": self.generation,
+                                                "request": request})
         return BatchResult.from_json(reply)
 
     # -- sessions ---------------------------------------------------------------------------

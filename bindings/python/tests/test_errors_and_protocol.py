@@ -262,3 +262,45 @@ def test_action_builders_cover_every_declared_action_kind():
     for kind in _protocol.ACTION_KINDS:
         assert callable(getattr(a, kind)), kind
         assert kind in a.__all__
+
+
+def test_batch_results_are_the_objects_their_init_builds():
+    """BatchResult/ActionResult/Observation.from_json fill the frozen dataclasses without their
+    __init__ (docs/performance.md, "The per-call cost"): the same fields, dict, equality, hash,
+    repr, pickling and immutability as built by __init__; a subclass still gets its __init__."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from evident._data import ActionResult, BatchResult, Observation, PngInfo
+
+    png = {"path": "/f.png", "sha256": "ab" * 32, "byte_length": 9, "width": 3, "height": 2}
+    reply = {"ok": True, "results": [
+        {"index": 0, "type": "click", "status": "injected", "detail": "", "extra": 1},
+        {"index": 1, "type": "screenshot", "status": "ok", "detail": "d", "png": png}],
+        "observation": {"kind": "ax", "reason": "", "ax": {"text": "t", "truncated": False}},
+        "settle": {"outcome": "off", "elapsed_ms": 0}}
+    built = BatchResult.from_json(reply)
+    results = [ActionResult(r["index"], r["type"], r["status"], r["detail"], dict(r))
+               for r in reply["results"]]
+    expected = BatchResult(results, Observation("ax", "", None, {"text": "t", "truncated": False}),
+                           {"outcome": "off", "elapsed_ms": 0}, dict(reply))
+    assert built == expected and repr(built) == repr(expected)
+    for got, want in [(built, expected), (built.observation, expected.observation),
+                      *zip(built.results, expected.results)]:
+        assert type(got) is type(want) and vars(got) == vars(want)
+        assert list(vars(got)) == [f.name for f in fields(want)]
+        assert pickle.loads(pickle.dumps(got)) == want
+        with pytest.raises(FrozenInstanceError):
+            got.raw = {}  # type: ignore[misc]
+    assert hash(built.results[0]) == hash(expected.results[0])
+    assert built.results[1].png == PngInfo.from_json(png) and built.observation.text == "t"
+    assert Observation.from_json(None) is None and Observation.from_json({}) is None
+
+    seen = []
+
+    class Mine(ActionResult):
+        def __init__(self, *args, **kw):
+            seen.append(kw)
+            super().__init__(*args, **kw)
+
+    mine = Mine.from_json(reply["results"][0])
+    assert type(mine) is Mine and seen and vars(mine) == vars(results[0])
