@@ -251,7 +251,11 @@ bool runs_inline(const Json& envelope) {
 }  // namespace
 
 std::optional<Json> Engine::call_inline(const Actor& actor, std::string_view request_json) {
-  if (request_json.size() > kMaxRequestBytes) return call(actor, request_json);  // refused now
+  // Beyond every op's bound but `task`'s: refused at once when it is beyond task's too;
+  // otherwise it can only be a task (long) or a refusal the worker gives as fast, so nothing runs
+  // here and the request takes the worker (a task must stay interruptible).
+  if (request_json.size() > kMaxEnvelopeBytes) return call(actor, request_json);  // refused now
+  if (request_json.size() > kMaxRequestBytes) return std::nullopt;
   auto parsed = parse_json_strict(request_json, kMaxRequestBytes, "request-json");
   if (!parsed.ok()) return error_response(parsed.error());
   return call_inline_value(actor, *parsed);

@@ -155,6 +155,15 @@ TEST_F(EngineTest, CallInlineRunsOnlyBoundedRequests) {
   auto bad = engine_->call_inline(actor_, "{\"op\":");
   ASSERT_TRUE(bad);
   EXPECT_EQ((*bad)["error"]["code"], "request-json");
+  // Larger than every op's bound but task's: nothing runs inline (a task must stay
+  // interruptible; the worker refuses anything else as request-too-large); larger than task's:
+  // refused at once.
+  const std::string pad(Engine::kMaxRequestBytes, 'p');
+  EXPECT_FALSE(engine_->call_inline(actor_, R"({"op":"task","args":{"request":")" + pad + R"("}})"));
+  EXPECT_FALSE(engine_->call_inline(actor_, R"({"op":"ping","args":{"pad":")" + pad + R"("}})"));
+  auto huge = engine_->call_inline(actor_, std::string(Engine::kMaxEnvelopeBytes + 1, ' '));
+  ASSERT_TRUE(huge);
+  EXPECT_EQ((*huge)["error"]["code"], "request-too-large");
   // The object path (call_inline_value, the Python binding's): the same decision and answers.
   EXPECT_FALSE(engine_->call_inline_value(actor_, Json::parse(batch({counter}, true))));
   EXPECT_FALSE(engine_->call_inline_value(actor_, Json{{"op", "display.list"}, {"args", Json::object()}}));
