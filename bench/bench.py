@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+import smaps  # bench/smaps.py (this directory is sys.path[0] when bench.py runs)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SCHEMA = "evident.bench/v1"
@@ -1642,6 +1644,7 @@ SOAK_W, SOAK_H = 320, 240   # the fixture app fills the display; its button is (
 SOAK_CLICKS = 4             # clicks per session's batch
 SOAK_SAMPLES = 10           # figures taken during the measured sessions (and one at the end)
 SOAK_BOUND_PERMILLE = 50    # fd count and RSS within +-5% of the warm-up figure
+SOAK_SMAPS_DIR = None       # --soak-smaps DIR: a whole smaps snapshot at each sample
 
 
 def evident_package():
@@ -1660,11 +1663,16 @@ def protocol_limit(name):
         return json.load(f)["limits"][name]["value"]
 
 
-def proc_figures(pid):
-    """The daemon's open fds (/proc/PID/fd), VmRSS (KiB; its anonymous and file-backed parts)
-    and threads, read now."""
+def proc_figures(pid, smaps_dir=None, tag=""):
+    """The daemon's open fds (/proc/PID/fd), VmRSS (KiB; its anonymous and file-backed parts),
+    threads, and RSS by kind of mapping (bench/smaps.py: main heap, other malloc arenas, thread
+    stacks, ...), read now; with smaps_dir, the whole snapshot is also saved there as TAG.json
+    (compare two with `bench/smaps.py diff`)."""
     fds = len(os.listdir("/proc/%d/fd" % pid))
-    out = {"fds": fds}
+    out = {"fds": fds, "rss_by_kind": smaps.breakdown(pid)}
+    if smaps_dir:
+        with open(os.path.join(smaps_dir, "%s.json" % tag), "w", encoding="utf-8") as f:
+            json.dump(smaps.snapshot(pid), f)
     with open("/proc/%d/status" % pid, encoding="ascii") as f:
         for line in f:
             if line.startswith("VmRSS:"):
@@ -1757,7 +1765,7 @@ def evident_soak(h, ev, n):
         t_start = time.monotonic()
         for i in range(warmup):
             run(i, False)
-        warm = dict(proc_figures(pid), after=0)
+        warm = dict(proc_figures(pid, SOAK_SMAPS_DIR, "after-0"), after=0)
         series.append(warm)
         for i in range(n):
             if len(problems) >= 3:
@@ -1770,8 +1778,10 @@ def evident_soak(h, ev, n):
                     problems.append("session %d: receipt verification failed: %s" % (
                         warmup + i, v.failed))
             if (i + 1) % every == 0 and i + 1 < n:
-                series.append(dict(proc_figures(pid), after=i + 1))
-        end = dict(proc_figures(pid), after=len(samples))
+                series.append(dict(proc_figures(pid, SOAK_SMAPS_DIR, "after-%d" % (i + 1)),
+                                   after=i + 1))
+        end = dict(proc_figures(pid, SOAK_SMAPS_DIR, "after-%d" % len(samples)),
+                   after=len(samples))
         series.append(end)
         seconds = time.monotonic() - t_start
         want = (warmup + len(samples)) * SOAK_CLICKS
@@ -2276,9 +2286,23 @@ def main(argv=None):
                     help="K consecutive full runs; writes each run's JSON next to --out "
                          "(NAME.runI.json), the last one to --out, and whether every row's "
                          "verdict held across them to NAME.stability.json")
+    ap.add_argument("--soak-sessions", type=int, metavar="N",
+                    help="daemon_soak: N measured sessions instead of 1,000 (a longer soak shows "
+                         "whether growth levels off)")
+    ap.add_argument("--soak-smaps", metavar="DIR",
+                    help="daemon_soak: save the daemon's whole /proc/PID/smaps snapshot at each "
+                         "sample as DIR/after-N.json (compare with bench/smaps.py diff)")
     args = ap.parse_args(argv)
     if not 1 <= args.consecutive <= 10:
         ap.error("--consecutive takes 1..10")
+    global SOAK_SMAPS_DIR
+    if args.soak_sessions is not None:
+        if args.soak_sessions < 10:
+            ap.error("--soak-sessions takes at least 10")
+        RUNS["daemon_soak"] = (args.soak_sessions, RUNS["daemon_soak"][1])
+    if args.soak_smaps:
+        os.makedirs(args.soak_smaps, exist_ok=True)
+        SOAK_SMAPS_DIR = args.soak_smaps
     builds = [os.path.abspath(b) for b in args.build] or \
         [os.path.join(ROOT, os.environ.get("EVIDENT_BUILD", "build"))]
     ev = Evident(builds)

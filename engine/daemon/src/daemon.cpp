@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 #include <cstdlib>
@@ -156,6 +158,11 @@ class Daemon {
     std::string text;  // the answer line
     std::string log;   // what the log says about it
   };
+  // One per worker: the job handed to it while it was idle, and the condition it waits on.
+  struct WorkerSlot {
+    std::condition_variable cv;
+    std::optional<Job> job;
+  };
 
   Status open_socket();
   void event_loop(int sfd);
@@ -168,7 +175,7 @@ class Daemon {
   void close_conn(std::uint64_t id);
   void drain_done();
   void expire(std::int64_t now);
-  void worker();
+  void worker(std::size_t self);
   std::string handle(const Actor& actor, const std::string& request, std::string* log);
   void log_line(const std::string& line) {
     std::lock_guard lock(log_mu_);
@@ -191,10 +198,16 @@ class Daemon {
   std::uint64_t next_id_ = 1;
   int executing_ = 0;  // loop thread only: jobs handed to workers and not yet answered
 
+  // The worker pool (q_mu_ guards all of it). A complete request goes to the worker that went
+  // idle last (idle_ is a stack), so a daemon serving one client at a time runs every request on
+  // the same thread instead of cycling through all of them: the others' stacks, malloc caches and
+  // per-thread PNG encoders are never touched (docs/reliability.md, "The daemon's RSS over a
+  // long soak"). jobs_ holds requests only while no worker is idle.
   std::mutex q_mu_;
-  std::condition_variable q_cv_;
   std::condition_variable idle_cv_;
   std::deque<Job> jobs_;
+  std::vector<std::unique_ptr<WorkerSlot>> slots_;
+  std::vector<std::size_t> idle_;
   std::deque<Done> done_;
   int busy_workers_ = 0;
   bool stopping_ = false;
@@ -326,15 +339,28 @@ std::string Daemon::handle(const Actor& actor, const std::string& request, std::
   return kInternalLine;
 }
 
-void Daemon::worker() {
+void Daemon::worker(std::size_t self) {
+  WorkerSlot& slot = *slots_[self];
+  bool listed = true;  // on the idle stack (run() lists every worker before starting them)
   for (;;) {
     Job job;
     {
       std::unique_lock lock(q_mu_);
-      q_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // stopping and nothing left
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      if (!listed && jobs_.empty() && !stopping_) {
+        idle_.push_back(self);  // the top of the stack: the next request is ours
+        listed = true;
+      }
+      if (listed) slot.cv.wait(lock, [&] { return stopping_ || slot.job.has_value(); });
+      listed = false;
+      if (slot.job) {
+        job = std::move(*slot.job);
+        slot.job.reset();
+      } else if (!jobs_.empty()) {
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      } else {
+        return;  // stopping and nothing left
+      }
       ++busy_workers_;
     }
     Done d{job.id, {}, {}};
@@ -347,6 +373,13 @@ void Daemon::worker() {
       done_.push_back(std::move(d));
       --busy_workers_;
       idle = busy_workers_ == 0 && jobs_.empty();
+      // Back on top of the idle stack before the answer goes out, so the client's next request
+      // comes to this worker again (after the trim below, if it arrives during it) rather than
+      // to another one.
+      if (jobs_.empty() && !stopping_) {
+        idle_.push_back(self);
+        listed = true;
+      }
     }
     idle_cv_.notify_all();
     const std::uint64_t one = 1;
@@ -416,12 +449,20 @@ void Daemon::complete_request(std::uint64_t id, Conn& c) {
   actor.kind = Actor::Kind::kLocalUser;
   actor.uid = c.uid;
   ++executing_;
+  WorkerSlot* wake = nullptr;
   {
     std::lock_guard lock(q_mu_);
-    jobs_.push_back(Job{id, actor, std::move(c.in), c.t0_us});
+    Job job{id, actor, std::move(c.in), c.t0_us};
+    if (!idle_.empty()) {
+      wake = slots_[idle_.back()].get();
+      idle_.pop_back();
+      wake->job = std::move(job);
+    } else {
+      jobs_.push_back(std::move(job));
+    }
   }
   c.in = std::string();
-  q_cv_.notify_one();
+  if (wake != nullptr) wake->cv.notify_one();
 }
 
 void Daemon::on_readable(std::uint64_t id, Conn& c) {
@@ -627,9 +668,10 @@ Result<int> Daemon::run() {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  // Before any thread exists: at most two malloc arenas instead of one per thread (the daemon runs
-  // dozens of threads; each arena keeps its own freed memory), docs/reliability.md.
-  ::mallopt(M_ARENA_MAX, 2);
+  // Before any thread exists: one malloc arena instead of one per thread (the daemon runs dozens
+  // of threads; each arena keeps its own freed memory, and a request's work moving to a thread of
+  // another arena grew one arena without shrinking the other as much), docs/reliability.md.
+  ::mallopt(M_ARENA_MAX, 1);
   int sfd = ::signalfd(-1, &sigs, SFD_CLOEXEC);
   if (sfd < 0) return make_error("daemon-socket-failed", "signalfd: " + errno_text(errno));
 
@@ -674,7 +716,13 @@ Result<int> Daemon::run() {
     };
   }
   engine_ = std::make_unique<Engine>(eo);
-  for (int i = 0; i < options_.max_connections; ++i) workers_.emplace_back([this] { worker(); });
+  // Every worker is on the idle stack before any starts (worker 0 on top), so the order does not
+  // depend on when each thread first runs.
+  for (int i = 0; i < options_.max_connections; ++i) {
+    slots_.push_back(std::make_unique<WorkerSlot>());
+    idle_.push_back(static_cast<std::size_t>(options_.max_connections - 1 - i));
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i) workers_.emplace_back([this, i] { worker(i); });
   log_line("listening on " + options_.socket_path + " (pid " + std::to_string(::getpid()) +
            ", up to " + std::to_string(max_held_) + " connections held, " +
            std::to_string(options_.max_connections) + " executing)");
@@ -693,8 +741,11 @@ Result<int> Daemon::run() {
   {
     std::unique_lock lock(q_mu_);
     stopping_ = true;
-    jobs_.clear();  // queued, not started: never run
-    q_cv_.notify_all();
+    jobs_.clear();  // queued or handed to a worker, not started: never run
+    for (auto& slot : slots_) {
+      slot->job.reset();
+      slot->cv.notify_all();
+    }
     idle = idle_cv_.wait_for(lock, std::chrono::seconds(60), [this] { return busy_workers_ == 0; });
   }
   if (idle) {

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -82,6 +84,49 @@ TEST(DaemonServeLoop, NoRequestEndsTheDaemon) {
   EXPECT_TRUE(is_valid_utf8(log.str()));
   EXPECT_NE(log.str().find("op=throw -> internal (exception: broken invariant"), std::string::npos)
       << log.str();
+}
+
+// Requests from one client at a time run on the worker that went idle last, not on each of the
+// pool's 32 workers in turn: a long-lived daemon then keeps one thread's stack, malloc cache and
+// per-thread PNG encoder resident instead of 32 (docs/reliability.md, the soak). A worker is back
+// on top of the idle stack before its answer is sent, so the next request (which can only come
+// after the answer) finds it there: exactly one worker, on any machine load. The old pool (one
+// shared condition variable: the longest-waiting worker first) gave each request to the next of
+// the 32.
+TEST(DaemonServeLoop, OneClientAtATimeStaysOnTheSameWorkers) {
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &sigs, nullptr), 0);
+
+  testing::TempDir tmp;
+  DaemonOptions o;
+  o.socket_path = tmp.path() + "/run/d.sock";
+  o.state_dir = tmp.path() + "/state";
+  std::mutex mu;
+  std::set<std::thread::id> workers;
+  o.call = [&](const Actor&, const Json&) -> Json {
+    std::lock_guard lock(mu);
+    workers.insert(std::this_thread::get_id());
+    return Json{{"ok", true}, {"pong", true}};
+  };
+  std::ostringstream log;
+  Result<int> result = 1;
+  std::thread daemon([&] { result = run_daemon(o, log); });
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return !testing::raw_daemon_request(o.socket_path, R"({"op":"ping"})").empty(); },
+      20000));
+  for (int i = 0; i < 300; ++i) {
+    Json pong = strict(testing::raw_daemon_request(o.socket_path, R"({"op":"ping"})"));
+    ASSERT_EQ(pong.value("pong", false), true) << "request " << i;
+  }
+  ::kill(::getpid(), SIGTERM);
+  daemon.join();
+  ASSERT_TRUE(result.ok());
+  std::printf("301 requests one after another ran on %zu of %d workers\n", workers.size(),
+              o.max_connections);
+  EXPECT_EQ(workers.size(), 1u);
 }
 
 // A held connection costs nobody else anything: with 1,000 idle connections (or half the fd
