@@ -969,8 +969,12 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
 AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
   Bus& bus = impl_->bus;
   DBusConnection* c = bus.connection();
-  const std::int64_t deadline = steady_us() + timeout_ms * 1000;
-  bus.set_deadline_us(deadline);
+  // The wait ends timeout_ms after the keys or after the widget's last text-changed signal,
+  // whichever is later (an app still working through the keys is not contradicting them), and
+  // never later than ax_timeout_ms after the keys (a widget whose text keeps changing).
+  const std::int64_t start = steady_us();
+  const std::int64_t cap = start + std::max<std::int64_t>(timeout_ms, protocol::kAxTimeoutMs) * 1000;
+  std::int64_t deadline = std::min(cap, start + timeout_ms * 1000);
   const char* dest = impl_->widget.bus.c_str();
   const char* path = impl_->widget.path.c_str();
   // Pops what arrived; true when one of them is the widget's TextChanged.
@@ -989,6 +993,7 @@ AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
   bool at_bound = false;
   for (;;) {
     (void)drain();  // changes before this read are in it
+    bus.set_deadline_us(steady_us() + timeout_ms * 1000);  // each read has its own bound
     const int text = bus.call(dest, path, kText, "GetText", text_range(0, -1));
     const int state = bus.call(dest, path, kAccessible, "GetState", nullptr);
     Message text_reply = bus.take(text);
@@ -1009,7 +1014,10 @@ AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
     bool changed = false;
     while (!changed) {
       changed = drain();
-      if (changed) break;
+      if (changed) {
+        deadline = std::min(cap, steady_us() + timeout_ms * 1000);
+        break;
+      }
       const std::int64_t left_ms = (deadline - steady_us()) / 1000;
       if (left_ms <= 0 || !dbus_connection_read_write(c, static_cast<int>(std::min<std::int64_t>(left_ms, 1 << 30)))) {
         break;
@@ -1017,10 +1025,8 @@ AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
     }
     if (!changed) {
       // The bound passed without a signal (or the bus went away): one last read, at the bound,
-      // judges (a toolkit that sends no text-changed signal is judged by it too). Its calls get
-      // their own bound.
+      // judges (a toolkit that sends no text-changed signal is judged by it too).
       at_bound = true;
-      bus.set_deadline_us(steady_us() + timeout_ms * 1000);
     }
   }
   if (!read_ok) {
@@ -1029,16 +1035,20 @@ AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
     }
     if (bus.late()) {
       return not_verified("the focused widget did not answer within " + std::to_string(timeout_ms) +
-                          " ms after the keys (accessibility-timeout)");
+                          " ms (accessibility-timeout)");
     }
     return not_verified("the focused widget vanished after the keys");
   }
   if (!has(states, "focused")) {
     return not_verified("the widget lost focus while the keys were typed (they may have gone elsewhere)");
   }
+  const std::string when =
+      steady_us() >= cap ? "read back " + std::to_string((cap - start) / 1000) +
+                               " ms after the keys, the widget still changing: "
+                         : "read back after " + std::to_string(timeout_ms) +
+                               " ms without a text change: ";
   return AxReadbackOutcome{AxReadbackVerdict::kContradicted,
-                           "read back within " + std::to_string(timeout_ms) + " ms: " +
-                               ax_text_difference(impl_->expected, observed)};
+                           when + ax_text_difference(impl_->expected, observed)};
 }
 
 }  // namespace evident

@@ -140,10 +140,11 @@ class AxTypeReadback {
   AxTypeReadback(const AxTypeReadback&) = delete;
   AxTypeReadback& operator=(const AxTypeReadback&) = delete;
 
-  // After the keys, within timeout_ms: reads the widget's text again each time it signals a text
-  // change (no polling) until it equals the expected text (kVerified) or the bound passes; then
-  // a widget that vanished or lost focus is kNotVerified, else kContradicted with
-  // ax_text_difference.
+  // After the keys: reads the widget's text again each time it signals a text change (no
+  // polling) until it equals the expected text (kVerified) or timeout_ms pass without a change
+  // (each change restarts the bound; never past protocol::kAxTimeoutMs after the keys); one last
+  // read then judges: a widget that vanished or lost focus is kNotVerified, else kContradicted
+  // with ax_text_difference.
   AxReadbackOutcome finish(std::int64_t timeout_ms);
 
   struct Impl;
