@@ -99,6 +99,7 @@ LIMITS: Mapping[str, int] = {
     'ax_observe_max_depth': 24,
     'ax_observe_max_bytes': 65536,
     'ax_observe_field_max_bytes': 256,
+    'ax_readback_timeout_ms': 2000,
 }
 
 # family -> the exception class (evident/errors.py) raised for every code of the family

@@ -199,6 +199,15 @@ def mutations():
     def host_upper(r):
         r["engine"]["host_id"] = r["engine"]["host_id"].upper()
 
+    def type_read_back(r):
+        # A type verified over accessibility (docs/accessibility.md, "Verified type"): ok.
+        for e in r["transcript"]:
+            if e.get("action") == "type":
+                e["status"] = "ok"
+
+    def type_failed(r):
+        event_of(r, "type")["status"] = "failed"
+
     return [
         m("wait sends input", wait_sends, ["input_flags"]),
         m("click count not summed", click_more, ["counters"]),
@@ -212,6 +221,8 @@ def mutations():
         m("no host_id", drop_host, ["schema"]),
         m("v2 events under v3", v2_shape_as_v3, ["schema"]),
         m("host_id upper case", host_upper, ["schema"]),
+        m("type read back ok", type_read_back, []),
+        m("type failed in a receipt", type_failed, ["schema"]),
     ]
 
 

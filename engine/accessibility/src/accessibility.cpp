@@ -168,6 +168,9 @@ class Bus {
   }
 
   void set_timeout_ms(std::int64_t ms) { timeout_ms_ = ms; }
+  // A new bound for the calls sent from now on (a read-back's second phase).
+  void set_deadline_us(std::int64_t deadline_us) { deadline_us_ = deadline_us; }
+  DBusConnection* connection() { return c_; }
   bool late() const { return steady_us() >= deadline_us_; }
   bool connected() const { return c_ && dbus_connection_get_is_connected(c_); }
 
@@ -380,7 +383,10 @@ bool is_timeout(const Message& r) {
 // The tree below `root`, breadth first, one pipelined round per level; then one round for
 // text and values (docs/accessibility.md, "Reading the tree"). Appends to tree.nodes and
 // sets tree.truncated(_by); leaves tree.nodes empty when the root did not answer.
-Status walk_tree(Bus& bus, const Ref& root, const AxLimits& limits, AxTree& tree) {
+// With read_values false the last round is skipped (a search for the focused widget needs no
+// values); refs, when given, receives each node's reference (parallel to tree.nodes).
+Status walk_tree(Bus& bus, const Ref& root, const AxLimits& limits, AxTree& tree,
+                 bool read_values = true, std::vector<Ref>* refs = nullptr) {
   struct Pending {
     Ref ref;
     int parent;
@@ -477,13 +483,14 @@ Status walk_tree(Bus& bus, const Ref& root, const AxLimits& limits, AxTree& tree
         }
         if (q.parent >= 0) tree.nodes[q.parent].children.push_back(n.index);
         tree.nodes.push_back(std::move(n));
+        if (refs) refs->push_back(q.ref);
       }
       bus.reset_pending();
       if (bus.late()) return timed_out(limits.timeout_ms);
     }
     level = std::move(next);
   }
-  if (tree.nodes.empty()) return {};
+  if (tree.nodes.empty() || !read_values) return {};
 
   std::vector<int> ids;
   for (auto& l : later) {
@@ -738,6 +745,310 @@ AxText ax_tree_text(const AxTree& tree, std::size_t max_bytes, std::size_t field
                 " nodes shown; the rest of the tree was not read)\n";
   }
   return out;
+}
+
+
+// ---- Verified `type` (docs/accessibility.md, "Verified type") ----
+
+std::u32string ax_code_points(const std::string& utf8) {
+  std::u32string out;
+  out.reserve(utf8.size());
+  for (std::size_t i = 0; i < utf8.size();) {
+    const auto b = static_cast<unsigned char>(utf8[i]);
+    int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1;
+    if (i + static_cast<std::size_t>(len) > utf8.size()) len = 1;
+    char32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3F);
+    out.push_back(len == 1 && b >= 0x80 ? U'\uFFFD' : cp);
+    i += static_cast<std::size_t>(len);
+  }
+  return out;
+}
+
+std::u32string ax_expected_after_typing(const std::u32string& before, int caret, int sel_start,
+                                        int sel_end, const std::u32string& typed) {
+  const int n = static_cast<int>(before.size());
+  auto clamp = [n](int v) { return std::min(std::max(v, 0), n); };
+  int s = clamp(sel_start);
+  int e = clamp(sel_end);
+  if (s > e) std::swap(s, e);
+  if (s == e) s = e = clamp(caret);
+  return before.substr(0, static_cast<std::size_t>(s)) + typed +
+         before.substr(static_cast<std::size_t>(e));
+}
+
+std::string ax_text_difference(const std::u32string& expected, const std::u32string& observed) {
+  std::size_t k = 0;
+  while (k < expected.size() && k < observed.size() && expected[k] == observed[k]) ++k;
+  return "expected " + std::to_string(expected.size()) + " characters, observed " +
+         std::to_string(observed.size()) + "; first difference at character " + std::to_string(k);
+}
+
+namespace {
+
+AxReadbackOutcome not_verified(std::string why) {
+  return AxReadbackOutcome{AxReadbackVerdict::kNotVerified, "not verified: " + std::move(why)};
+}
+
+// A D-Bus string reply, whole (no cut): false when the reply has another shape.
+bool read_raw_string(Message& r, std::string& out) {
+  const char* s = nullptr;
+  if (r.is_error() || !dbus_message_get_args(r.m, nullptr, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID)) {
+    return false;
+  }
+  out = s ? s : "";
+  return true;
+}
+
+bool read_int(Message& r, std::int32_t& out) {
+  return !r.is_error() &&
+         dbus_message_get_args(r.m, nullptr, DBUS_TYPE_INT32, &out, DBUS_TYPE_INVALID);
+}
+
+bool read_two_ints(Message& r, std::int32_t& a, std::int32_t& b) {
+  return !r.is_error() && dbus_message_get_args(r.m, nullptr, DBUS_TYPE_INT32, &a, DBUS_TYPE_INT32,
+                                                &b, DBUS_TYPE_INVALID);
+}
+
+bool has(const std::vector<std::string>& states, std::string_view s) {
+  return std::find(states.begin(), states.end(), s) != states.end();
+}
+
+std::function<void(DBusMessageIter&)> text_range(std::int32_t start, std::int32_t end) {
+  return [start, end](DBusMessageIter& it) {
+    dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &start);
+    dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &end);
+  };
+}
+
+}  // namespace
+
+struct AxTypeReadback::Impl {
+  Bus bus;
+  Ref widget;
+  std::u32string expected;
+};
+
+AxTypeReadback::AxTypeReadback(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AxTypeReadback::~AxTypeReadback() = default;
+
+std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_address,
+                                                      const std::string& typed,
+                                                      std::int64_t timeout_ms,
+                                                      AxReadbackOutcome& out) {
+  // A newline or tab submits or moves the focus: what the widget then holds says nothing about
+  // delivery. Nothing is read.
+  if (typed.find_first_of("\n\t") != std::string::npos) {
+    out = not_verified("the text has a newline or tab");
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  Bus& bus = impl->bus;
+  const std::int64_t t0 = steady_us();
+  bus.set_timeout_ms(timeout_ms);
+  auto failed_read = [&](const Error& e) {
+    out = not_verified("the accessibility read before the keys failed (" + e.code + ")");
+    return nullptr;
+  };
+  if (Status st = bus.connect(a11y_address, t0 + timeout_ms * 1000); !st.ok()) return failed_read(st.error());
+
+  // 1. The focused widget: AT-SPI has no "get focus" call, so the desktop is walked (the observe
+  // bounds, no values) for the nodes with the `focused` state.
+  AxLimits limits;
+  limits.max_nodes = static_cast<int>(protocol::kAxObserveMaxNodes);
+  limits.max_depth = static_cast<int>(protocol::kAxObserveMaxDepth);
+  limits.timeout_ms = timeout_ms;
+  AxTree tree;
+  std::vector<Ref> refs;
+  if (Status st = walk_tree(bus, Ref{ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_ROOT}, limits, tree,
+                            false, &refs);
+      !st.ok()) {
+    return failed_read(st.error());
+  }
+  if (tree.nodes.empty()) {
+    return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
+  }
+  std::vector<std::size_t> focused;
+  for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+    if (has(tree.nodes[i].states, "focused")) focused.push_back(i);
+  }
+  if (focused.empty()) {
+    out = not_verified(tree.truncated ? "no focused widget among the accessibility nodes read (the "
+                                        "desktop was cut at its bounds)"
+                                      : "no widget on the display reports focus");
+    return nullptr;
+  }
+  if (focused.size() > 1) {
+    out = not_verified("more than one widget reports focus (" + std::to_string(focused.size()) + ")");
+    return nullptr;
+  }
+  const AxNode& node = tree.nodes[focused[0]];
+  impl->widget = refs[focused[0]];
+  if (node.role == "password text") {
+    out = not_verified("a password field is never read");
+    return nullptr;
+  }
+  if (!has(node.states, "editable")) {
+    out = not_verified("the focused widget exposes no editable text");
+    return nullptr;
+  }
+
+  // 2. Text-changed signals: the registry tells the apps' bridges that someone listens (they
+  // emit no event nobody registered for), and the bus routes the widget's to this connection.
+  // The registry announces the listener to the apps before it answers, so the reads below reach
+  // the app after that announcement.
+  const char* dest = impl->widget.bus.c_str();
+  const char* path = impl->widget.path.c_str();
+  const std::string rule = "type='signal',interface='org.a11y.atspi.Event.Object',member='TextChanged',"
+                           "sender='" + impl->widget.bus + "',path='" + impl->widget.path + "'";
+  const int reg = bus.call(ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_REGISTRY,
+                           ATSPI_DBUS_INTERFACE_REGISTRY, "RegisterEvent", [](DBusMessageIter& it) {
+                             const char* event = "object:text-changed";
+                             dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &event);
+                           });
+  const int match = bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                             "AddMatch", [&rule](DBusMessageIter& it) {
+                               const char* r = rule.c_str();
+                               dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &r);
+                             });
+  Message reg_reply = bus.take(reg);
+  Message match_reply = bus.take(match);
+  if (reg_reply.is_error() || match_reply.is_error()) {
+    return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
+  }
+
+  // 3. What the widget holds now, its caret and its first selection.
+  const int ifaces = bus.call(dest, path, kAccessible, "GetInterfaces", nullptr);
+  const int text = bus.call(dest, path, kText, "GetText", text_range(0, -1));
+  const int caret = bus.get_property(dest, path, kText, "CaretOffset");
+  const int nsel = bus.call(dest, path, kText, "GetNSelections", nullptr);
+  const int sel = bus.call(dest, path, kText, "GetSelection", [](DBusMessageIter& it) {
+    const std::int32_t first = 0;
+    dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &first);
+  });
+  Message ifaces_reply = bus.take(ifaces);
+  Message text_reply = bus.take(text);
+  Message caret_reply = bus.take(caret);
+  Message nsel_reply = bus.take(nsel);
+  Message sel_reply = bus.take(sel);
+  bus.reset_pending();
+  std::set<std::string> interfaces;
+  if (!read_strings(ifaces_reply, interfaces)) {
+    if (bus.late() || !bus.connected()) return failed_read(bus.late() ? timed_out(timeout_ms) : bus_gone());
+    out = not_verified("the focused widget vanished before the keys");
+    return nullptr;
+  }
+  if (!interfaces.count(kText)) {
+    out = not_verified("the focused widget exposes no editable text");
+    return nullptr;
+  }
+  std::string before;
+  std::int32_t caret_at = 0, selections = 0, s = 0, e = 0;
+  if (!read_raw_string(text_reply, before) || !read_variant_int(caret_reply, caret_at)) {
+    if (bus.late() || !bus.connected()) return failed_read(bus.late() ? timed_out(timeout_ms) : bus_gone());
+    out = not_verified("the focused widget did not answer for its text and caret");
+    return nullptr;
+  }
+  if (before.size() > static_cast<std::size_t>(protocol::kAxTextMaxBytes)) {
+    out = not_verified("the focused widget holds more than ax_text_max_bytes (" +
+                       std::to_string(protocol::kAxTextMaxBytes) + ") bytes");
+    return nullptr;
+  }
+  if (!read_int(nsel_reply, selections)) selections = 0;
+  if (selections <= 0 || !read_two_ints(sel_reply, s, e)) s = e = caret_at;
+  const std::u32string before_cp = ax_code_points(before);
+  const int n = static_cast<int>(before_cp.size());
+  if (caret_at < 0 || caret_at > n || s < 0 || e < 0 || s > n || e > n) {
+    out = not_verified("the focused widget reported a caret or selection outside its text");
+    return nullptr;
+  }
+  impl->expected = ax_expected_after_typing(before_cp, caret_at, s, e, ax_code_points(typed));
+  return std::unique_ptr<AxTypeReadback>(new AxTypeReadback(std::move(impl)));
+}
+
+AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
+  Bus& bus = impl_->bus;
+  DBusConnection* c = bus.connection();
+  // The wait ends timeout_ms after the keys or after the widget's last text-changed signal,
+  // whichever is later (an app still working through the keys is not contradicting them), and
+  // never later than ax_timeout_ms after the keys (a widget whose text keeps changing).
+  const std::int64_t start = steady_us();
+  const std::int64_t cap = start + std::max<std::int64_t>(timeout_ms, protocol::kAxTimeoutMs) * 1000;
+  std::int64_t deadline = std::min(cap, start + timeout_ms * 1000);
+  const char* dest = impl_->widget.bus.c_str();
+  const char* path = impl_->widget.path.c_str();
+  // Pops what arrived; true when one of them is the widget's TextChanged.
+  auto drain = [&]() {
+    bool changed = false;
+    while (DBusMessage* m = dbus_connection_pop_message(c)) {
+      changed = changed || (dbus_message_is_signal(m, "org.a11y.atspi.Event.Object", "TextChanged") &&
+                            dbus_message_has_path(m, path));
+      dbus_message_unref(m);
+    }
+    return changed;
+  };
+  std::u32string observed;
+  std::vector<std::string> states;
+  bool read_ok = false;
+  bool at_bound = false;
+  for (;;) {
+    (void)drain();  // changes before this read are in it
+    bus.set_deadline_us(steady_us() + timeout_ms * 1000);  // each read has its own bound
+    const int text = bus.call(dest, path, kText, "GetText", text_range(0, -1));
+    const int state = bus.call(dest, path, kAccessible, "GetState", nullptr);
+    Message text_reply = bus.take(text);
+    Message state_reply = bus.take(state);
+    bus.reset_pending();
+    std::string now;
+    states.clear();
+    read_ok = read_raw_string(text_reply, now) && read_states(state_reply, states);
+    if (!read_ok) break;
+    observed = ax_code_points(now);
+    if (observed == impl_->expected) {
+      return AxReadbackOutcome{AxReadbackVerdict::kVerified,
+                               "read back: the focused widget holds exactly the expected text (" +
+                                   std::to_string(observed.size()) + " characters)"};
+    }
+    if (at_bound) break;
+    // Event-driven: the next read follows the widget's next text-changed signal, or the bound.
+    bool changed = false;
+    while (!changed) {
+      changed = drain();
+      if (changed) {
+        deadline = std::min(cap, steady_us() + timeout_ms * 1000);
+        break;
+      }
+      const std::int64_t left_ms = (deadline - steady_us()) / 1000;
+      if (left_ms <= 0 || !dbus_connection_read_write(c, static_cast<int>(std::min<std::int64_t>(left_ms, 1 << 30)))) {
+        break;
+      }
+    }
+    if (!changed) {
+      // The bound passed without a signal (or the bus went away): one last read, at the bound,
+      // judges (a toolkit that sends no text-changed signal is judged by it too).
+      at_bound = true;
+    }
+  }
+  if (!read_ok) {
+    if (!bus.connected()) {
+      return not_verified("the accessibility bus went away after the keys (accessibility-bus-gone)");
+    }
+    if (bus.late()) {
+      return not_verified("the focused widget did not answer within " + std::to_string(timeout_ms) +
+                          " ms (accessibility-timeout)");
+    }
+    return not_verified("the focused widget vanished after the keys");
+  }
+  if (!has(states, "focused")) {
+    return not_verified("the widget lost focus while the keys were typed (they may have gone elsewhere)");
+  }
+  const std::string when =
+      steady_us() >= cap ? "read back " + std::to_string((cap - start) / 1000) +
+                               " ms after the keys, the widget still changing: "
+                         : "read back after " + std::to_string(timeout_ms) +
+                               " ms without a text change: ";
+  return AxReadbackOutcome{AxReadbackVerdict::kContradicted,
+                           when + ax_text_difference(impl_->expected, observed)};
 }
 
 }  // namespace evident

@@ -224,10 +224,15 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
     case ActionType::kType: {
       auto cps = decode_utf8(a.text);
       if (!cps.ok()) return fail("expected valid UTF-8 text, observed invalid bytes");
-      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      // Before the keys, without the display mutex (D-Bus only): what the focused text widget
+      // holds, so that its text afterwards can be compared with what typing should make of it.
+      TypeReadbackStart readback;
+      if (ctx_.type_readback) readback = ctx_.type_readback(a.text);
+      std::unique_lock<std::mutex> lock(*ctx_.dpy_mutex);
       // Where the keys go, read before they are sent (the focus does not move while typing).
       const std::string nowhere = focus_hint(ctx_.dpy);
       auto rep = input_->type(*cps);
+      lock.unlock();
       if (!rep.ok()) {
         return fail("expected " + std::to_string(cps->size()) + " character(s) typed, observed: " +
                     rep.error().message);
@@ -239,8 +244,21 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
         d += " (" + std::to_string(rep->barrier_timeouts) +
              " passed on their time bound without full evidence)";
       }
-      d += "; delivery not read back";
-      if (!nowhere.empty()) d += "; " + nowhere;
+      if (!ctx_.type_readback || !nowhere.empty()) {
+        // No stack, or the keys reached no app: nothing to read back.
+        d += "; delivery not read back";
+        if (!nowhere.empty()) d += "; " + nowhere;
+        return injected(d);
+      }
+      if (!readback.check) return injected(d + "; " + readback.reason);
+      TypeReadbackVerdict v = readback.check->finish();
+      d += "; " + v.detail;
+      if (v.status == ActionStatus::kFailed) return fail(d);
+      if (v.status == ActionStatus::kOk) {
+        r.status = ActionStatus::kOk;
+        r.detail = d;
+        return r;
+      }
       return injected(d);
     }
     case ActionType::kPaste: {

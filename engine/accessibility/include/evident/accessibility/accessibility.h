@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +94,65 @@ struct AxText {
   bool cut = false;
 };
 AxText ax_tree_text(const AxTree& tree, std::size_t max_bytes, std::size_t field_max_bytes);
+
+// ---- Verified `type` (docs/accessibility.md, "Verified type", contract §11) ----
+
+// What a read-back says of one `type`.
+enum class AxReadbackVerdict {
+  kVerified,      // the focused widget holds exactly the expected text
+  kContradicted,  // it still had focus at the bound and held something else
+  kNotVerified,   // no read-back was possible (password field, no editable text, newline, ...)
+};
+struct AxReadbackOutcome {
+  AxReadbackVerdict verdict = AxReadbackVerdict::kNotVerified;
+  // Lengths, a position and reasons only: never the typed or the observed text, nor a digest.
+  std::string detail;
+};
+
+// The text an editable widget holds after `typed` is typed into `before` (code points): the
+// selection [sel_start, sel_end) replaced, or, with no selection (sel_start == sel_end), the
+// typed text inserted at the caret. Offsets are clamped to the text. Pure.
+std::u32string ax_expected_after_typing(const std::u32string& before, int caret, int sel_start,
+                                        int sel_end, const std::u32string& typed);
+
+// "expected N characters, observed M; first difference at character K" (K counts from 0; K is
+// the shorter length when one text is a prefix of the other). Pure; never any content.
+std::string ax_text_difference(const std::u32string& expected, const std::u32string& observed);
+
+// Code points of valid UTF-8 (D-Bus strings and typed text are both validated before).
+std::u32string ax_code_points(const std::string& utf8);
+
+// One `type`'s read-back over the display's AT-SPI bus: begin() before the keys, finish() after.
+class AxTypeReadback {
+ public:
+  // Before the keys, within timeout_ms: a text with a newline or tab is not verified (nothing is
+  // read); otherwise the registry's desktop is walked (the ax_observe_* bounds) for the one
+  // widget with the `focused` state; a password field, a widget without the Text interface or
+  // not `editable`, no focused widget or several are not verified. Else the engine registers for
+  // `object:text-changed` with the registry and matches the widget's TextChanged signals, then
+  // reads its text, caret and first selection and computes the expected text.
+  // Returns null with `not_verified` set (verdict kNotVerified, its reason in detail) when the
+  // read-back cannot be done.
+  static std::unique_ptr<AxTypeReadback> begin(const std::string& a11y_address,
+                                               const std::string& typed, std::int64_t timeout_ms,
+                                               AxReadbackOutcome& not_verified);
+  ~AxTypeReadback();
+  AxTypeReadback(const AxTypeReadback&) = delete;
+  AxTypeReadback& operator=(const AxTypeReadback&) = delete;
+
+  // After the keys: reads the widget's text again each time it signals a text change (no
+  // polling) until it equals the expected text (kVerified) or timeout_ms pass without a change
+  // (each change restarts the bound; never past protocol::kAxTimeoutMs after the keys); one last
+  // read then judges: a widget that vanished or lost focus is kNotVerified, else kContradicted
+  // with ax_text_difference.
+  AxReadbackOutcome finish(std::int64_t timeout_ms);
+
+  struct Impl;
+
+ private:
+  explicit AxTypeReadback(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 // The states a text observation shows (the rest are left out as noise).
 inline constexpr const char* kAxObserveStates[] = {

@@ -36,6 +36,25 @@ struct ActionResult {
   Json to_json() const;
 };
 
+// The read-back of a `type` (docs/accessibility.md, "Verified type"), supplied by the layer that
+// owns the display's accessibility stack (the service; this module knows no AT-SPI).
+struct TypeReadbackVerdict {
+  ActionStatus status = ActionStatus::kInjected;  // ok | failed | injected (not verified)
+  std::string detail;                             // never the typed or the observed text
+};
+class TypeReadbackCheck {
+ public:
+  virtual ~TypeReadbackCheck() = default;
+  // After the keys (outside the display mutex): waits, bounded, and judges.
+  virtual TypeReadbackVerdict finish() = 0;
+};
+struct TypeReadbackStart {
+  std::unique_ptr<TypeReadbackCheck> check;  // null: not verifiable, `reason` says why
+  std::string reason;
+};
+// Called before the keys (outside the display mutex) with the text about to be typed.
+using TypeReadback = std::function<TypeReadbackStart(const std::string& text)>;
+
 // Everything the executor needs from its display, as plain parameters (no display module).
 struct ExecutorContext {
   ::Display* dpy = nullptr;       // the display's one persistent connection
@@ -52,6 +71,9 @@ struct ExecutorContext {
   // executor on that display so spare-keycode mappings and barrier evidence outlive one batch.
   // Null: the executor creates its own and restores the keymap when it ends.
   std::shared_ptr<InputDevice> input;
+  // Read-back of `type` on a display with a live accessibility stack; null: `type` is `injected`
+  // ("delivery not read back"), as on every display without the stack.
+  TypeReadback type_readback;
 };
 
 class ActionExecutor {
