@@ -31,9 +31,7 @@ mode="$1"
 
 build() {
   local launcher=()
-  if command -v ccache >/dev/null 2>&1; then
-    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  fi
+  source ci/ccache.sh  # sets `launcher` (empty without ccache)
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER="${CC:-clang}" -DCMAKE_CXX_COMPILER="${CXX:-clang++}" \
     -DEVIDENT_FUZZ=ON -DEVIDENT_BUILD_TESTS=OFF -DEVIDENT_BUILD_PYTHON=OFF \

@@ -21,7 +21,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 BUILD="${EVIDENT_BUILD:-build}"
+source ci/ccache.sh  # sets `launcher` (empty without ccache)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPython_EXECUTABLE=/usr/bin/python3 -DPYTHON_EXECUTABLE=/usr/bin/python3 >/dev/null
+  -DPython_EXECUTABLE=/usr/bin/python3 -DPYTHON_EXECUTABLE=/usr/bin/python3 "${launcher[@]}" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 echo "setup: built into $BUILD"
