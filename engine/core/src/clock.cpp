@@ -16,8 +16,13 @@ std::int64_t SystemClock::wall_ms() const {
 }
 
 const SystemClock& SystemClock::instance() {
-  static const SystemClock clock;
-  return clock;
+  // Never destroyed: threads of an Engine that outlives main() (one held in a static, or by
+  // Python until interpreter exit), such as the session reaper, may still read the clock while
+  // static destructors run. A destroyed function-local static here was a use after destruction
+  // (UBSan "invalid vptr" in SessionManager::now_ms, found by the ASan + UBSan unit run of
+  // fuzz_replay_envelope_fuzz, docs/reliability.md). Stateless, so nothing is lost by keeping it.
+  static const SystemClock* const clock = new SystemClock();
+  return *clock;
 }
 
 std::string format_rfc3339_ms(std::int64_t wall_ms) {
