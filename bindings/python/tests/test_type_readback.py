@@ -19,6 +19,7 @@ import pytest
 
 import evident
 from evident import actions as a
+from daemon_proc import running_daemon
 from evident_bin import find_evident_bin
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gtk", "ax_app.py")
@@ -237,23 +238,15 @@ def test_a_sessions_verified_type_is_ok_in_its_receipt_and_both_verifiers_accept
 @pytest.mark.skipif(not find_evident_bin(), reason="the evident CLI is not built (EVIDENT_BIN)")
 def test_through_a_daemon_the_typed_text_is_in_no_reply_or_log(tmp_path):
     binary = find_evident_bin()
-    sock_dir = tmp_path / "run"
-    sock_dir.mkdir(mode=0o700)
-    sock = str(sock_dir / "evident.sock")
-    daemon_log = tmp_path / "daemon.log"
-    with open(daemon_log, "wb") as log_file:
-        daemon = subprocess.Popen([binary, "daemon", "--socket", sock, "--state-dir", str(tmp_path / "state")],
-                                  stdout=log_file, stderr=subprocess.STDOUT)
+    # running_daemon: the daemon's log is tmp_path/daemon.log, its state tmp_path/state; it is
+    # ended with SIGTERM (clean exit asserted) when the block ends.
+    with running_daemon(tmp_path) as (sock, _client):
+        def run(*args):
+            p = subprocess.run([binary, "--socket", sock, "--json", *args], capture_output=True, timeout=60,
+                               text=True)
+            assert SECRET not in p.stdout + p.stderr
+            return p.returncode, json.loads(p.stdout)
 
-    def run(*args):
-        p = subprocess.run([binary, "--socket", sock, "--json", *args], capture_output=True, timeout=60,
-                           text=True)
-        assert SECRET not in p.stdout + p.stderr
-        return p.returncode, json.loads(p.stdout)
-
-    try:
-        evident.wait_for(lambda: daemon.poll() is None and run("display", "list")[0] == 0, 20,
-                         "the daemon's socket")
         rc, out = run("display", "create", "--width", "480", "--height", "640", "--accessibility")
         assert rc == 0, out
         did, gen = str(out["display"]["id"]), out["display"]["generation"]
@@ -281,10 +274,7 @@ def test_through_a_daemon_the_typed_text_is_in_no_reply_or_log(tmp_path):
             assert out["results"][1]["status"] == status, (name, out)
         rc, _ = run("display", "destroy", did, gen)
         assert rc == 0
-    finally:
-        daemon.terminate()
-        assert daemon.wait(timeout=30) == 0
-    assert SECRET.encode() not in daemon_log.read_bytes()
+    assert SECRET.encode() not in (tmp_path / "daemon.log").read_bytes()
     for root, _dirs, files in os.walk(tmp_path / "state"):
         for name in files:
             with open(os.path.join(root, name), "rb") as f:

@@ -684,8 +684,8 @@ std::string cut_utf8(const std::string& s, std::size_t n) {
   return s.substr(0, n);
 }
 
-bool has_state(const AxNode& n, std::string_view state) {
-  return std::find(n.states.begin(), n.states.end(), state) != n.states.end();
+bool has_state(const std::vector<std::string>& states, std::string_view state) {
+  return std::find(states.begin(), states.end(), state) != states.end();
 }
 
 std::string node_line(const AxNode& n, std::size_t field_max_bytes) {
@@ -705,9 +705,9 @@ std::string node_line(const AxNode& n, std::size_t field_max_bytes) {
   }
   std::string states;
   for (const char* s : kAxObserveStates) {
-    if (has_state(n, s)) states += std::string(states.empty() ? "" : ",") + s;
+    if (has_state(n.states, s)) states += std::string(states.empty() ? "" : ",") + s;
   }
-  if (!n.states.empty() && !has_state(n, "enabled") && !has_state(n, "sensitive")) {
+  if (!n.states.empty() && !has_state(n.states, "enabled") && !has_state(n.states, "sensitive")) {
     states += std::string(states.empty() ? "" : ",") + "disabled";
   }
   if (!states.empty()) line += " {" + states + "}";
@@ -810,10 +810,6 @@ bool read_two_ints(Message& r, std::int32_t& a, std::int32_t& b) {
                                                 &b, DBUS_TYPE_INVALID);
 }
 
-bool has(const std::vector<std::string>& states, std::string_view s) {
-  return std::find(states.begin(), states.end(), s) != states.end();
-}
-
 std::function<void(DBusMessageIter&)> text_range(std::int32_t start, std::int32_t end) {
   return [start, end](DBusMessageIter& it) {
     dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &start);
@@ -870,7 +866,7 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
   }
   std::vector<std::size_t> focused;
   for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
-    if (has(tree.nodes[i].states, "focused")) focused.push_back(i);
+    if (has_state(tree.nodes[i].states, "focused")) focused.push_back(i);
   }
   if (focused.empty()) {
     out = not_verified(tree.truncated ? "no focused widget among the accessibility nodes read (the "
@@ -888,7 +884,7 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
     out = not_verified("a password field is never read");
     return nullptr;
   }
-  if (!has(node.states, "editable")) {
+  if (!has_state(node.states, "editable")) {
     out = not_verified("the focused widget exposes no editable text");
     return nullptr;
   }
@@ -1039,7 +1035,7 @@ AxReadbackOutcome AxTypeReadback::finish(std::int64_t timeout_ms) {
     }
     return not_verified("the focused widget vanished after the keys");
   }
-  if (!has(states, "focused")) {
+  if (!has_state(states, "focused")) {
     return not_verified("the widget lost focus while the keys were typed (they may have gone elsewhere)");
   }
   const std::string when =

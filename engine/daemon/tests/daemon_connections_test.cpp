@@ -35,19 +35,48 @@ Json strict(const std::string& answer) {
   return parsed.ok() ? *parsed : Json();
 }
 
-TEST(DaemonServeLoop, NoRequestEndsTheDaemon) {
-  // The daemon takes TERM from a signalfd: block it in this thread before any thread starts, so
-  // the process-directed signal below reaches the signalfd, not the default handler.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &sigs, nullptr), 0);
+// run_daemon on a thread of this test process, with the test's own `call`. TERM and INT are
+// blocked in the calling thread before any thread starts, so the process-directed TERM of stop()
+// reaches the daemon's signalfd, not the default handler. start() returns once a ping is answered.
+class ServeThread {
+ public:
+  explicit ServeThread(DaemonOptions& o) : o_(o) {
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    EXPECT_EQ(pthread_sigmask(SIG_BLOCK, &sigs, nullptr), 0);
+    o_.socket_path = tmp_.path() + "/run/d.sock";
+    o_.state_dir = tmp_.path() + "/state";
+  }
+  ~ServeThread() {
+    if (thread_.joinable()) (void)stop();
+  }
+  bool start() {
+    thread_ = std::thread([this] { result_ = run_daemon(o_, log_); });
+    return testing::wait_until(
+        [&] { return !testing::raw_daemon_request(o_.socket_path, R"({"op":"ping"})").empty(); }, 20000);
+  }
+  // SIGTERM, then the daemon's result.
+  Result<int> stop() {
+    ::kill(::getpid(), SIGTERM);
+    thread_.join();
+    return result_;
+  }
+  const std::string& socket() const { return o_.socket_path; }
+  std::string log() const { return log_.str(); }
 
-  testing::TempDir tmp;
+ private:
+  testing::TempDir tmp_;
+  DaemonOptions& o_;
+  std::ostringstream log_;
+  Result<int> result_ = 1;
+  std::thread thread_;
+};
+
+TEST(DaemonServeLoop, NoRequestEndsTheDaemon) {
   DaemonOptions o;
-  o.socket_path = tmp.path() + "/run/d.sock";
-  o.state_dir = tmp.path() + "/state";
+  ServeThread serve(o);
   o.call = [](const Actor&, const Json& request) -> Json {
     const std::string op = request.value("op", "");
     if (op == "throw") throw std::runtime_error("broken invariant \xC3");  // cut UTF-8, too
@@ -60,30 +89,24 @@ TEST(DaemonServeLoop, NoRequestEndsTheDaemon) {
     if (op == "alloc") throw std::bad_alloc();
     return Json{{"ok", true}, {"pong", true}};
   };
-  std::ostringstream log;
-  Result<int> result = 1;
-  std::thread daemon([&] { result = run_daemon(o, log); });
-  ASSERT_TRUE(testing::wait_until(
-      [&] { return !testing::raw_daemon_request(o.socket_path, R"({"op":"ping"})").empty(); },
-      20000));
+  ASSERT_TRUE(serve.start());
   for (const std::string op : {"throw", "throw-int", "alloc", "not-an-object", "bad-utf8"}) {
     SCOPED_TRACE(op);
-    Json r = strict(testing::raw_daemon_request(o.socket_path, "{\"op\":\"" + op + "\"}"));
+    Json r = strict(testing::raw_daemon_request(serve.socket(), "{\"op\":\"" + op + "\"}"));
     EXPECT_EQ(r.value("ok", true), false);
     if (op != "bad-utf8") {
       EXPECT_EQ(r["error"].value("code", ""), "internal");
     }
     // The next request is served.
-    Json pong = strict(testing::raw_daemon_request(o.socket_path, R"({"op":"ping"})"));
+    Json pong = strict(testing::raw_daemon_request(serve.socket(), R"({"op":"ping"})"));
     EXPECT_EQ(pong.value("pong", false), true);
   }
-  ::kill(::getpid(), SIGTERM);
-  daemon.join();
+  Result<int> result = serve.stop();
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(*result, 0);
-  EXPECT_TRUE(is_valid_utf8(log.str()));
-  EXPECT_NE(log.str().find("op=throw -> internal (exception: broken invariant"), std::string::npos)
-      << log.str();
+  EXPECT_TRUE(is_valid_utf8(serve.log()));
+  EXPECT_NE(serve.log().find("op=throw -> internal (exception: broken invariant"), std::string::npos)
+      << serve.log();
 }
 
 // Requests from one client at a time run on the worker that went idle last, not on each of the
@@ -94,16 +117,8 @@ TEST(DaemonServeLoop, NoRequestEndsTheDaemon) {
 // shared condition variable: the longest-waiting worker first) gave each request to the next of
 // the 32.
 TEST(DaemonServeLoop, OneClientAtATimeStaysOnTheSameWorkers) {
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &sigs, nullptr), 0);
-
-  testing::TempDir tmp;
   DaemonOptions o;
-  o.socket_path = tmp.path() + "/run/d.sock";
-  o.state_dir = tmp.path() + "/state";
+  ServeThread serve(o);
   std::mutex mu;
   std::set<std::thread::id> workers;
   o.call = [&](const Actor&, const Json&) -> Json {
@@ -111,19 +126,12 @@ TEST(DaemonServeLoop, OneClientAtATimeStaysOnTheSameWorkers) {
     workers.insert(std::this_thread::get_id());
     return Json{{"ok", true}, {"pong", true}};
   };
-  std::ostringstream log;
-  Result<int> result = 1;
-  std::thread daemon([&] { result = run_daemon(o, log); });
-  ASSERT_TRUE(testing::wait_until(
-      [&] { return !testing::raw_daemon_request(o.socket_path, R"({"op":"ping"})").empty(); },
-      20000));
+  ASSERT_TRUE(serve.start());
   for (int i = 0; i < 300; ++i) {
-    Json pong = strict(testing::raw_daemon_request(o.socket_path, R"({"op":"ping"})"));
+    Json pong = strict(testing::raw_daemon_request(serve.socket(), R"({"op":"ping"})"));
     ASSERT_EQ(pong.value("pong", false), true) << "request " << i;
   }
-  ::kill(::getpid(), SIGTERM);
-  daemon.join();
-  ASSERT_TRUE(result.ok());
+  ASSERT_TRUE(serve.stop().ok());
   std::printf("301 requests one after another ran on %zu of %d workers\n", workers.size(),
               o.max_connections);
   EXPECT_EQ(workers.size(), 1u);
