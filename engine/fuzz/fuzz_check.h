@@ -35,7 +35,7 @@ namespace evident::fuzz {
 
 // With EVIDENT_FUZZ_TRACE set, harnesses print each input's outcome (which path it took), to
 // audit what a seed corpus reaches: `EVIDENT_FUZZ_TRACE=1 build/engine/fuzz/fuzz_replay_X corpus/X`.
-inline void trace(std::string_view outcome, std::string_view detail = {}) {
+inline void trace(std::string_view outcome, std::string_view detail = "") {
   static const bool on = std::getenv("EVIDENT_FUZZ_TRACE") != nullptr;
   if (on) std::fprintf(stderr, "  -> %.*s %.*s\n", static_cast<int>(outcome.size()), outcome.data(),
                        static_cast<int>(detail.size()), detail.data());
@@ -74,23 +74,27 @@ EVIDENT_FUZZ_UNTRACED inline bool is_word_byte(unsigned c) {
 }
 
 // True when the message bytes [p, p+n) are all the engine's own naming: inside a vocabulary word
-// (a field name it checks, "coordinate_space"; a number), or the quote, dot, bracket, hyphen or
-// slash around one ("actions[3].x", "\"observe\"", "anthropic-computer-20250124",
-// "evident.disclosure/v1"). Such a run also found in the input is not an echo: the
-// engine names a field it knows, which the request also holds.
+// (a field name it checks, "coordinate_space"; a number), or the quote, dot, bracket, hyphen,
+// slash, comma or space around one ("actions[3].x", "\"observe\"", "anthropic-computer-20250124",
+// "evident.disclosure/v1", the list "(allowed: actions, observe, settle, coordinate_space)").
+// Such a run also found in the input is not an echo: the engine names a field it knows, which
+// the request also holds (" coordinate_space" in the request, ", coordinate_space" in the list).
 EVIDENT_FUZZ_UNTRACED inline bool own_naming(std::string_view message, std::size_t p, std::size_t n) {
   const auto* m = reinterpret_cast<const unsigned char*>(message.data());
   const std::size_t size = message.size();
   std::size_t i = p;
   while (i < p + n) {
     const unsigned c = m[i];
-    if (c == '"' || c == '.' || c == '[' || c == ']' || c == '-' || c == '/') { ++i; continue; }
+    if (c == '"' || c == '.' || c == '[' || c == ']' || c == '-' || c == '/' || c == ',' || c == ' ') {
+      ++i;
+      continue;
+    }
     if (!is_word_byte(c)) return false;
     std::size_t a = i, b = i;
     while (a > 0 && is_word_byte(m[a - 1])) --a;
     while (b < size && is_word_byte(m[b])) ++b;
     bool digits = true;
-    for (std::size_t k = a; k < b; ++k) digits = digits && (m[k] - '0' < 10u);
+    for (std::size_t k = a; k < b; ++k) digits = digits && (static_cast<unsigned>(m[k] - '0') < 10u);
     bool known = digits;
     for (std::string_view w : kVocabulary) {
       if (known) break;
