@@ -726,8 +726,10 @@ def row_click(h, ev, n):
             peers.append(peer(name, samples, delivered == runs,
                               "%d/%d clicks reached the fixture app" % (delivered, runs)))
         peers.append(xtest_floor_click(srv, log, bx, by, n))
-    evr = evident_input_click(h, ev)
-    doc, err = ev.inproc(h, "click", few(n, 4))
+    evr, c_floor = evident_input_click(h, ev)
+    if c_floor is not None:
+        peers.append(c_floor)
+    doc, err = ev.inproc(h, "click", n)
     inproc = evident_from_tool(doc, "evident in-process cu.actions [click] observe:none "
                                "(Python API: batch parse + execute + release check)") \
         if doc is not None else unavailable("in-process: %s" % err)
@@ -745,16 +747,26 @@ def row_click(h, ev, n):
         evr = inproc
     else:
         evr = unavailable("%s; %s" % (evr["reason"], inproc["reason"]))
+    if evr.get("available") and c_floor is not None:
+        evr["vs_floor"] = {"ratio_permille": ratio_permille(evr["median_us"], c_floor["median_us"]),
+                           "ok": evr["median_us"] * 10 <= 13 * c_floor["median_us"],
+                           "target": "<= 1.3x the C XTest + XSync floor (same connection, "
+                                     "alternating)"}
+    # ../shared/design/performance.md: the engine click <= 1.3x the XTest + XSync floor measured
+    # in the same run (and >= 20x faster than xdotool --delay 0); the in-process cu.actions click
+    # <= 2x the raw engine click. All ratios: absolute times move with the machine (this VM's
+    # floor ranged 17-140 us between days).
     return make_row(
         "click", "one click (inject + server roundtrip)",
-        "<= 100 us median and >= 20x faster than xdotool --delay 0", peers, evr,
+        "<= 1.3x the XTest+XSync floor, >= 20x faster than xdotool --delay 0, in-process "
+        "cu.actions click <= 2x the raw engine click", peers, evr,
         "xdotool_delay0",
-        lambda e, p: (p is not None and e["median_us"] <= 100 and
+        lambda e, p: (p is not None and e.get("vs_floor", {}).get("ok", False) and
                       e["median_us"] * 20 <= p["median_us"] and
-                      e.get("cu_actions_variant", {}).get("vs_raw_click", {}).get("ok", True),
+                      e.get("cu_actions_variant", {}).get("vs_raw_click", {}).get("ok", False),
                       ratio_permille(e["median_us"], p and p["median_us"]),
-                      "needs <= 100 us, ratio <= 0.05, and the in-process cu.actions click "
-                      "<= 2x the raw engine click"))
+                      "needs <= 1.3x the C floor (same run), ratio to xdotool <= 0.05, and the "
+                      "in-process cu.actions click <= 2x the raw engine click"))
 
 
 def xtest_floor_click(srv, log, x, y, n):
@@ -791,12 +803,13 @@ def xtest_floor_click(srv, log, x, y, n):
                 "the fixture app" % (got, n))
 
 
-def bench_input_tool(h, ev):
-    """Runs evident-bench-input once (cached) on its own display with the fixture app at 0,0;
-    the tool's 300 clicks land on the app's button (25..74, 130), the kind of target the peers
-    and the in-process batch click (each click repaints the button); counts them in the app's
-    log."""
-    if "bench_input" in h.cache:
+def bench_input_tool(h, ev, clicks_only=False):
+    """Runs evident-bench-input on its own display with the fixture app at 0,0; the tool's 600
+    clicks (300 engine clicks alternating with 300 bare XTest + XSync floor clicks) land on the
+    app's button (25..74, 130), the kind of target the peers and the in-process batch click
+    (each click repaints the button); counts them in the app's log. The full run (typing too)
+    is cached for the typing rows; `clicks_only` runs measure the click row afresh each round."""
+    if not clicks_only and "bench_input" in h.cache:
         return h.cache["bench_input"]
     tool = ev.find("evident-bench-input")
     if not tool:
@@ -807,24 +820,38 @@ def bench_input_tool(h, ev):
                 return sum(1 for e in log.poll() if e["type"] == "button_press" and
                            e.get("button") == 1)
             before = presses()
-            doc, err = ev.run_json([tool, "25", "130"], srv.env, timeout=600)
+            doc, err = ev.run_json([tool, "25", "130"] + (["clicks"] if clicks_only else []),
+                                   srv.env, timeout=600)
+            want = 600 if doc is not None and "floor_click_median_us" in doc else 300
             if doc is not None:
                 with contextlib.suppress(BenchError):
-                    wait_until(lambda: presses() - before >= 300, 5.0, "300 clicks")
+                    wait_until(lambda: presses() - before >= want, 5.0, "%d clicks" % want)
             res = (doc, err, presses() - before)
-    h.cache["bench_input"] = res
+    if not clicks_only:
+        h.cache["bench_input"] = res
     return res
 
 
 def evident_input_click(h, ev):
-    doc, err, delivered = bench_input_tool(h, ev)
+    """The engine click and the C floor, measured together (alternating) by the tool."""
+    doc, err, delivered = bench_input_tool(h, ev, clicks_only=True)
     if doc is None or doc.get("click_median_us") is None:
-        return unavailable("evident-bench-input: %s" % (err or "no click_median_us"))
-    return {"available": True, "name": "evident-bench-input InputDevice::click "
-            "(motion + press + release + XSync), 300 clicks", "median_us": doc["click_median_us"],
-            "runs": 300, "tool": doc,
-            "check": {"ok": delivered == 300, "detail": "%d/300 button-1 presses reached the "
-                      "fixture app" % delivered}}
+        return unavailable("evident-bench-input: %s" % (err or "no click_median_us")), None
+    want = 600 if "floor_click_median_us" in doc else 300
+    evr = {"available": True, "name": "evident-bench-input InputDevice::click "
+           "(motion + press + release + XSync), 300 clicks", "median_us": doc["click_median_us"],
+           "runs": 300, "tool": doc,
+           "check": {"ok": delivered == want, "detail": "%d/%d button-1 presses reached the "
+                     "fixture app (engine and floor clicks)" % (delivered, want)}}
+    floor = None
+    if doc.get("floor_click_median_us") is not None:
+        floor = {"name": "xtest_xsync_c_floor", "median_us": doc["floor_click_median_us"],
+                 "runs": doc.get("floor_clicks", 300),
+                 "check": {"ok": delivered == want,
+                           "detail": "bare XTest motion + press + release + XSync in C, on the "
+                                     "engine click's connection, alternating with it click by "
+                                     "click (the design's floor)"}}
+    return evr, floor
 
 
 # --- rows 3 and 4: typing, read back -----------------------------------------------------------

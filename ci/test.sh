@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything (ci/setup.sh) and runs every test: C++ unit tests (no X), C++ integration
-# tests (each starts its own Xvfb servers), then the Python tests and scenarios under /usr/bin/python3.
+# tests (each starts its own Xvfb servers), then the Python tests and scenarios under /usr/bin/python3,
+# the C++ suite again under ASan + UBSan, and a libFuzzer smoke of every harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -16,6 +17,9 @@ ctest --test-dir "$BUILD" -L x11 --output-on-failure -j2 --timeout 600
 
 echo "== Python tests and scenarios"
 bash ci/pytest.sh
+
+echo "== C++ unit and integration tests under ASan + UBSan (separate build dir; docs/reliability.md)"
+bash ci/sanitize.sh
 
 echo "== Fuzz smoke (libFuzzer, ASan + UBSan; separate build dir; docs/reliability.md)"
 bash ci/fuzz.sh smoke 5
