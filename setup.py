@@ -60,6 +60,12 @@ class CMakeBuild(build_ext):
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[-1], dest)
+        # `wait image`'s OpenCV half, opened on the first search from beside _core
+        # (engine/capture/src/template_match_module.h); built with _core.
+        match = os.path.join(build_dir, "engine", "capture", "libevident-match.so")
+        if not os.path.exists(match):
+            raise RuntimeError(f"CMake did not produce {match}")
+        shutil.copyfile(match, os.path.join(os.path.dirname(dest), "libevident-match.so"))
 
 
 setup(

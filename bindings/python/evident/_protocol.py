@@ -152,6 +152,7 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'screenshot-write-failed': ErrorInfo('display', False, False),
     'x-connect-failed': ErrorInfo('display', True, False),
     'wait-reference-invalid': ErrorInfo('display', False, False),
+    'image-search-unavailable': ErrorInfo('display', False, False),
     'window-not-found': ErrorInfo('display', False, False),
     'window-not-viewable': ErrorInfo('display', False, False),
     'window-offscreen': ErrorInfo('display', False, False),

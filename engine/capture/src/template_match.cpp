@@ -1,14 +1,90 @@
-// Template search with OpenCV (evident/capture/waits.h, docs/windows.md "Finding an image").
-#include <opencv2/core.hpp>
-#include <opencv2/imgproc.hpp>
+// Template search (evident/capture/waits.h, docs/windows.md "Finding an image"): the checks here,
+// the search itself in OpenCV through the module libevident-match.so, loaded on the first search
+// (template_match_module.h).
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "evident/capture/waits.h"
+#include "template_match_module.h"
 
 namespace evident {
+
+namespace {
+
+// The directory of the binary this code is linked into (the `evident` executable, `_core`'s
+// shared object, a test program), resolved through symlinks; empty when unknown.
+std::string own_directory() {
+  Dl_info info{};
+  std::string path;
+  if (::dladdr(reinterpret_cast<void*>(&own_directory), &info) != 0 && info.dli_fname != nullptr) {
+    path = info.dli_fname;
+  }
+  char real[PATH_MAX];
+  if (path.find('/') == std::string::npos || ::realpath(path.c_str(), real) == nullptr) {
+    const ssize_t n = ::readlink("/proc/self/exe", real, sizeof real - 1);  // the main program
+    if (n <= 0) return {};
+    real[n] = '\0';
+  }
+  std::string dir = real;
+  const auto slash = dir.rfind('/');
+  return slash == std::string::npos ? std::string() : dir.substr(0, slash);
+}
+
+struct MatchModule {
+  EvidentMatchFn fn = nullptr;
+  std::string why;  // when fn is null: every place tried, and what dlopen said
+};
+
+// Looked for, in order: $EVIDENT_MATCH_MODULE (a path; then nothing else), beside the binary
+// (a pip install puts it next to _core), ../lib/evident/ from the binary (`cmake --install`),
+// and where this build wrote it. Loaded once per process; never unloaded.
+const MatchModule& match_module() {
+  static const MatchModule loaded = [] {
+    MatchModule m;
+    std::vector<std::string> candidates;
+    const char* forced = std::getenv("EVIDENT_MATCH_MODULE");
+    if (forced != nullptr && *forced != '\0') {
+      candidates.emplace_back(forced);
+    } else {
+      const std::string dir = own_directory();
+      if (!dir.empty()) {
+        candidates.push_back(dir + "/" + detail::kMatchModuleName);
+        candidates.push_back(dir + "/../lib/evident/" + detail::kMatchModuleName);
+      }
+#ifdef EVIDENT_MATCH_MODULE_BUILD_PATH
+      candidates.emplace_back(EVIDENT_MATCH_MODULE_BUILD_PATH);
+#endif
+    }
+    for (const auto& path : candidates) {
+      if (::access(path.c_str(), F_OK) != 0) {
+        m.why += (m.why.empty() ? "" : "; ") + path + ": not found";
+        continue;
+      }
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        const char* e = ::dlerror();
+        m.why += (m.why.empty() ? "" : "; ") + std::string(e != nullptr ? e : path + ": cannot load");
+        continue;
+      }
+      m.fn = reinterpret_cast<EvidentMatchFn>(::dlsym(handle, detail::kMatchSymbol));
+      if (m.fn != nullptr) return m;
+      m.why += (m.why.empty() ? "" : "; ") + path + ": no symbol " + detail::kMatchSymbol;
+    }
+    return m;
+  }();
+  return loaded;
+}
+
+}  // namespace
 
 Json ImageMatch::to_json() const {
   return Json{{"x", x}, {"y", y}, {"width", width}, {"height", height},
@@ -47,29 +123,25 @@ Result<ImageMatch> match_template(const RawImage& image, const RawImage& templ) 
       image.rgb.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
     return make_error("wait-reference-invalid", "the region searched is too large");
   }
-  try {
-    // Views, no copies: OpenCV only reads them.
-    const cv::Mat img(image.height, image.width, CV_8UC3,
-                      const_cast<std::uint8_t*>(image.rgb.data()));
-    const cv::Mat t(templ.height, templ.width, CV_8UC3,
-                    const_cast<std::uint8_t*>(templ.rgb.data()));
-    cv::Mat result;
-    cv::matchTemplate(img, t, result, cv::TM_CCOEFF_NORMED);
-    double min_v = 0, max_v = 0;
-    cv::Point min_at, max_at;
-    cv::minMaxLoc(result, &min_v, &max_v, &min_at, &max_at);
-    if (!std::isfinite(max_v)) max_v = 0;
-    ImageMatch m;
-    m.x = max_at.x;
-    m.y = max_at.y;
-    m.width = templ.width;
-    m.height = templ.height;
-    // Rounding noise of the sums can put an exact copy a hair above 1 (or below -1).
-    m.score_permille = static_cast<int>(std::clamp(std::floor(max_v * 1000.0 + 1e-6), -1000.0, 1000.0));
-    return m;
-  } catch (const cv::Exception&) {
-    return make_error("internal", "the template search failed (OpenCV)");
+  const MatchModule& module = match_module();
+  if (module.fn == nullptr) {
+    return make_error("image-search-unavailable",
+                      "the template search module (" + std::string(detail::kMatchModuleName) +
+                          ", OpenCV) could not be loaded: " + module.why);
   }
+  const EvidentMatchRequest rq{image.rgb.data(), image.width, image.height,
+                               templ.rgb.data(), templ.width, templ.height};
+  EvidentMatchReply out{};
+  if (module.fn(&rq, &out) != 0) return make_error("internal", "the template search failed (OpenCV)");
+  const double score = std::isfinite(out.score) ? out.score : 0.0;
+  ImageMatch m;
+  m.x = out.x;
+  m.y = out.y;
+  m.width = templ.width;
+  m.height = templ.height;
+  // Rounding noise of the sums can put an exact copy a hair above 1 (or below -1).
+  m.score_permille = static_cast<int>(std::clamp(std::floor(score * 1000.0 + 1e-6), -1000.0, 1000.0));
+  return m;
 }
 
 }  // namespace evident

@@ -1,11 +1,15 @@
 // Template search (evident/capture/waits.h): exact copies are found where they were put (positions
 // chosen by the test, never computed by the matcher), a brightened copy still scores high, the best
 // of two candidates wins, an absent pattern scores low, and the bounds (flat, empty, oversized,
-// larger than the image) are refused with wait-reference-invalid.
+// larger than the image) are refused with wait-reference-invalid. The search runs in the module
+// libevident-match.so: without it, image-search-unavailable (the test program is run a second
+// time with EVIDENT_MATCH_MODULE pointing at nothing: capture_template_match_no_module).
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "evident/capture/waits.h"
 
@@ -119,6 +123,21 @@ TEST(TemplateMatch, BoundsAreRefused) {
   EXPECT_TRUE(validate_template(two).ok());
   EXPECT_EQ(code(match_template(filled(4097, 4096, 0, 0, 0), noise(8, 8, 9))),
             "wait-reference-invalid");  // more than kMaxSearchPixels searched
+}
+
+TEST(TemplateMatch, WithoutTheModuleTheSearchIsUnavailableAndTheChecksStillRun) {
+  const char* forced = std::getenv("EVIDENT_MATCH_MODULE");
+  if (forced == nullptr || std::string(forced) != "/nonexistent/libevident-match.so") {
+    GTEST_SKIP() << "runs as capture_template_match_no_module (EVIDENT_MATCH_MODULE set)";
+  }
+  const RawImage screen = noise(64, 64, 5);
+  auto m = match_template(screen, noise(8, 8, 6));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, "image-search-unavailable");
+  EXPECT_NE(m.error().message.find("/nonexistent/libevident-match.so: not found"), std::string::npos)
+      << m.error().message;
+  // The checks before the search do not need the module: a bad template is still that.
+  EXPECT_EQ(match_template(screen, filled(8, 8, 1, 2, 3)).error().code, "wait-reference-invalid");
 }
 
 }  // namespace
