@@ -210,7 +210,11 @@ std::string observation_problem(const Json& o) {
 std::string action_event_problem(const Json& e, const std::string& where_s, bool v3,
                                  ActionSet set) {
   const std::string& where = where_s;
-  const Json& a = e["action"];
+  // Found before it is read: const operator[] on a missing key is undefined behaviour in
+  // nlohmann::json (it dereferences the map's end); the keys are checked only below.
+  static const Json kMissing;
+  const auto a_it = e.is_object() ? e.find("action") : e.end();
+  const Json& a = e.is_object() && a_it != e.end() ? *a_it : kMissing;
   if (!a.is_string() || !action_types(set).contains(a.get_ref<const std::string&>())) {
     return where + (set == ActionSet::kTask ? ".action is not a task action type"
                                             : ".action is not a session action type");

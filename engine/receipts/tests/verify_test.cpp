@@ -303,6 +303,13 @@ TEST(Verify, StructuralTampersAndFileProblems) {
   r = receipt;
   r["transcript"][1]["status"] = "failed";
   add(r, VerifyOptions{}, "failed-status", "schema");
+  // An action event without "action" (found by receipt_verify_fuzz: the check read the missing
+  // key through const operator[], undefined behaviour; regressions/receipt_verify_fuzz/).
+  r = receipt;
+  ASSERT_EQ(r["transcript"][1]["kind"], "action");
+  r["transcript"][1].erase("action");
+  add(r, VerifyOptions{}, "action-event-without-action", "schema");
+  EXPECT_EQ(join(verify_receipt(r, VerifyOptions{}).failed_names()), "schema");
   r = receipt;
   r["transcript"][1]["index"] = 1.0;
   add(r, VerifyOptions{}, "float-in-file", "!receipt-json");
