@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a container image in which the main job (ci/main_job.sh) runs: a Debian 12 root file
 # system made by mmdebstrap from the Debian archive only, plus this tree's build outputs
-# (the evident CLI, the fixture app) and the Python package. Reproducible: SOURCE_DATE_EPOCH
+# (the evident CLI and its daemon program, the fixture app) and the Python package. Reproducible: SOURCE_DATE_EPOCH
 # (default: the last commit's time) fixes every timestamp in the tarball; the same archive state
 # and the same build outputs give the same bytes. docs/scale.md, "The container image".
 #
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 BUILD="${EVIDENT_BUILD:-build}"
 OUT="${1:-$BUILD/image/evident-main.tar}"
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}"
-BINS=("$BUILD/engine/cli/evident" "$BUILD/fixtures/app/evident-fixture-app")
+BINS=("$BUILD/engine/cli/evident" "$BUILD/engine/cli/evident-daemon" "$BUILD/fixtures/app/evident-fixture-app")
 for b in "${BINS[@]}"; do
   [ -x "$b" ] || { echo "image: $b is missing; build first (ci/setup.sh)" >&2; exit 2; }
 done
@@ -35,7 +35,7 @@ STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/src/build/engine/cli" "$STAGE/src/build/fixtures/app" "$STAGE/src/ci" \
   "$STAGE/src/bindings"
-cp "$BUILD/engine/cli/evident" "$STAGE/src/build/engine/cli/"
+cp "$BUILD/engine/cli/evident" "$BUILD/engine/cli/evident-daemon" "$STAGE/src/build/engine/cli/"
 cp "$BUILD/fixtures/app/evident-fixture-app" "$STAGE/src/build/fixtures/app/"
 cp ci/main_job.sh "$STAGE/src/ci/"
 cp -r bindings/python "$STAGE/src/bindings/"

@@ -25,6 +25,7 @@ NOT_CODES = {
     # program names of the display's accessibility stack (docs/accessibility.md)
     "dbus-daemon": "program name (the accessibility stack's buses)",
     "at-spi2-registryd": "program name (the accessibility stack's registry)",
+    "evident-daemon": "program name (the daemon program `evident daemon` execs; docs/cli.md)",
     # AT-SPI state names (AtspiStateType's nicks) in an accessibility tree's "states"
     "has-popup": "AT-SPI state name (accessibility tree)",
     "has-tooltip": "AT-SPI state name (accessibility tree)",

@@ -120,6 +120,7 @@ ERRORS: Mapping[str, ErrorInfo] = {
     'daemon-already-running': ErrorInfo('engine', False, False),
     'daemon-busy': ErrorInfo('engine', True, False),
     'daemon-peer-refused': ErrorInfo('engine', False, False),
+    'daemon-program-missing': ErrorInfo('engine', False, False),
     'daemon-protocol': ErrorInfo('engine', False, False),
     'daemon-socket-dir-unsafe': ErrorInfo('engine', False, False),
     'daemon-socket-failed': ErrorInfo('engine', False, False),

@@ -1,8 +1,13 @@
 // The `evident` command line: CLI11 subcommands that talk to the daemon (one JSON request per
-// command), plus `daemon` (runs it) and `verify` (local, no daemon).
+// command), `verify` and `report` (local, no daemon), and `daemon`, which execs the
+// `evident-daemon` program beside this one (daemon_main.cpp). This binary links no X, D-Bus or
+// engine library: a command is a short-lived process whose start-up is mostly the loading of
+// its libraries (docs/cli.md "One front binary, one daemon program").
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -12,13 +17,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_common.h"
 #include "evident/core/fs.h"
 #include "evident/core/json.h"
-#include "evident/daemon/daemon.h"
-#include "evident/display/display.h"
+#include "evident/core/utf8.h"
+#include "evident/daemon/client.h"
+#include "evident/protocol/protocol.h"
 #include "evident/report/report.h"
 #include "evidence_cli.h"
-#include "evident/service/engine.h"
 #include "python_delegate.h"
 #include "browser_cli.h"
 #include "verify_cli.h"
@@ -28,9 +34,7 @@
 namespace evident {
 namespace {
 
-constexpr std::size_t kMaxRequestText = Engine::kMaxRequestBytes - 4096;
-// Each warm size keeps one idle Xvfb running (a 1920x1080 one holds ~8 MB of framebuffer).
-constexpr std::size_t kMaxWarmSizes = 4;
+constexpr std::size_t kMaxRequestText = protocol::kRequestMaxBytes - 4096;
 
 struct Globals {
   bool json = false;
@@ -38,17 +42,36 @@ struct Globals {
 };
 
 int print_error(const Globals& g, const Error& e, int exit_code) {
-  if (g.json) {
-    std::cout << dump_json(error_response(e)) << std::endl;
-  } else {
-    std::cerr << "evident: error [" << e.code << "]: " << e.message << std::endl;
+  return print_cli_error(g.json, e, exit_code);
+}
+
+// `evident daemon ARGS`: execs the evident-daemon program installed beside this binary (the
+// build tree and `cmake --install` both put them side by side) with the global options given
+// before `daemon` and ARGS. The process keeps its pid. daemon-program-missing when it cannot.
+int exec_daemon_program(const Globals& g, const std::vector<std::string>& global_args,
+                        int argc, char** argv) {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string program = "evident-daemon";
+  if (n > 0) {
+    self[n] = '\0';
+    program = (std::filesystem::path(self).parent_path() / "evident-daemon").string();
   }
-  return exit_code;
+  std::vector<std::string> args{program};
+  args.insert(args.end(), global_args.begin(), global_args.end());
+  args.insert(args.end(), argv, argv + argc);
+  std::vector<char*> c_args;
+  for (auto& a : args) c_args.push_back(a.data());
+  c_args.push_back(nullptr);
+  ::execv(program.c_str(), c_args.data());
+  const int err = errno;
+  return print_error(g, make_error("daemon-program-missing", "cannot run " + program + " (" +
+                                                                 std::strerror(err) + ")"), 2);
 }
 
 // Reads a --request value: inline JSON, @FILE or - (stdin), bounded by `max` (the op's raw
 // request bound; the envelope the text is embedded in is within its op's envelope bound,
-// Engine::max_request_bytes). "request-input", "request-too-large".
+// the daemon's Engine::max_request_bytes). "request-input", "request-too-large".
 Result<std::string> read_request_arg(const std::string& value, std::size_t max = kMaxRequestText) {
   std::string text;
   if (value == "-") {
@@ -235,18 +258,28 @@ int run(int argc, char** argv) {
   // `text` (OCR of a display, docs/windows.md) is the package's too: it reaches the daemon given
   // by --socket (passed on as EVIDENT_SOCKET) through evident.Client.
   std::string pre_socket;
+  std::vector<std::string> global_args;  // as given, for evident-daemon
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--json") continue;
+    if (a == "--json") {
+      global_args.push_back(a);
+      continue;
+    }
     if (a.rfind("--socket=", 0) == 0) {
       pre_socket = a.substr(9);
+      global_args.push_back(a);
       continue;
     }
     if (a == "--socket") {
-      if (i + 1 < argc) pre_socket = argv[i + 1];
+      global_args.push_back(a);
+      if (i + 1 < argc) {
+        pre_socket = argv[i + 1];
+        global_args.emplace_back(argv[i + 1]);
+      }
       ++i;
       continue;
     }
+    if (a == "daemon") return exec_daemon_program(g, global_args, argc - i - 1, argv + i + 1);
     if (a == "merge" || a == "fanout") {
       return exec_python_module(a == "merge" ? "evident.merge" : "evident.fanout",
                                 std::vector<std::string>(argv + i + 1, argv + argc), g.json);
@@ -270,17 +303,10 @@ int run(int argc, char** argv) {
   app.add_option("--socket", g.socket, "the daemon's socket (default $EVIDENT_SOCKET or " +
                                            default_socket_path() + ")");
 
-  // daemon
-  auto* daemon = app.add_subcommand("daemon", "run the daemon in the foreground");
-  std::string state_dir;
-  daemon->add_option("--state-dir", state_dir, "evidence directory (default " +
-                                                   default_state_dir() + ")");
-  std::vector<std::string> warm_sizes;
-  daemon->add_option("--warm", warm_sizes,
-                     "keep one display of WIDTHxHEIGHT pre-started; a display create of exactly "
-                     "that size leases it in about a millisecond (repeatable, at most " +
-                         std::to_string(kMaxWarmSizes) + ")")
-      ->take_all();
+  // daemon (handled before parsing, above, by exec_daemon_program); listed for --help.
+  app.add_subcommand("daemon",
+                     "run the daemon in the foreground (the evident-daemon program; its options: "
+                     "evident daemon --help)");
 
   // display
   auto* display = app.add_subcommand("display", "owned displays");
@@ -405,23 +431,6 @@ int run(int argc, char** argv) {
     return 2;
   }
 
-  if (daemon->parsed()) {
-    DaemonOptions o;
-    o.socket_path = g.socket;
-    o.state_dir = state_dir;
-    if (warm_sizes.size() > kMaxWarmSizes) {
-      return print_error(g, make_error("usage", "--warm: at most " + std::to_string(kMaxWarmSizes) +
-                                                    " sizes"), 2);
-    }
-    for (const auto& text : warm_sizes) {
-      auto size = parse_warm_size(text);
-      if (!size.ok()) return print_error(g, make_error("usage", "--warm: " + size.error().message), 2);
-      o.warm.push_back(*size);
-    }
-    auto r = run_daemon(o, std::cerr);
-    if (!r.ok()) return print_error(g, r.error(), 1);
-    return *r;
-  }
   if (d_create->parsed()) {
     Json args{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}};
     if (d_create->count("--keyboard-layout")) args["keyboard_layout"] = keyboard_layout;
@@ -440,7 +449,7 @@ int run(int argc, char** argv) {
     Json args{{"display_id", id}, {"generation", gen}, {"argv", cmd}};
     if (a_launch->count("--wait-window-ms")) {
       // Digits only, checked against the bound before any conversion can overflow.
-      const auto max = DisplayManager::kMaxWaitWindowMs;
+      const auto max = protocol::kAppWaitWindowMsMax;
       std::int64_t v = 0;
       bool valid = !wait_window_ms.empty() && wait_window_ms.size() <= 18;
       for (char c : wait_window_ms) valid = valid && c >= '0' && c <= '9';
@@ -486,7 +495,7 @@ int run(int argc, char** argv) {
   }
   if (task->parsed()) {
     // A task turn carries a provider response of up to 1 MiB: the raw request is bounded by the
-    // task layer's limit, and its envelope by the task op's (Engine::max_request_bytes).
+    // task layer's limit, and its envelope by the task op's (the daemon's Engine::max_request_bytes).
     auto text = read_request_arg(request, protocol::kTaskRequestMaxBytes);
     if (!text.ok()) return print_error(g, text.error(), 1);
     if (!is_valid_utf8(*text)) {
@@ -515,23 +524,5 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace evident
 
-// Anything that escapes a command (it should not: errors are values) is an `internal` error
-// response, never std::terminate: the message names no input, stdout keeps one JSON line under
-// --json, and the exit status is that of an error response.
-int main(int argc, char** argv) {
-  try {
-    return evident::run(argc, argv);
-  } catch (...) {
-    bool json = false;
-    for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
-      if (std::string_view(argv[i]) == "--json") json = true;
-    }
-    const evident::Error e = evident::make_error("internal", "an unexpected failure ended the command");
-    if (json) {
-      std::cout << evident::dump_json(evident::error_response(e)) << std::endl;
-    } else {
-      std::cerr << "evident: error [" << e.code << "]: " << e.message << std::endl;
-    }
-    return 1;
-  }
-}
+// Anything that escapes a command is an `internal` error response (cli_common.h).
+int main(int argc, char** argv) { return evident::run_guarded(evident::run, argc, argv); }

@@ -1,7 +1,7 @@
 // The `verify` command line, the one implementation behind both `evident verify` and the X-free
 // `evident-verify` executable (docs/cli.md, docs/receipts.md): same arguments, same output, same
 // exit status. It links only receipts, evidence and core (no X library; checked by the
-// `evident_verify_links_no_x` test).
+// `evident_front_links_no_x` test).
 #pragma once
 
 namespace evident {

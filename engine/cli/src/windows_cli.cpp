@@ -8,9 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "evident/core/error_json.h"
 #include "evident/core/json.h"
-#include "evident/daemon/daemon.h"
-#include "evident/service/engine.h"
+#include "evident/daemon/client.h"
 
 namespace evident {
 

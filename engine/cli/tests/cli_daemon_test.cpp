@@ -238,6 +238,33 @@ TEST_F(CliDaemonTest, NoDaemonSaysHowToStartIt) {
   EXPECT_EQ(env.exit_status, 0);
 }
 
+// Proves: `evident daemon` is the evident-daemon program beside `evident` (its own --help, the
+// global options before `daemon` passed on: UsageErrorsExitTwo's --warm refusals come from it);
+// a front binary without it answers daemon-program-missing naming the path tried, and starts
+// nothing.
+TEST_F(CliDaemonTest, DaemonProgramMissing) {
+  auto help = run_command(kEvident + " daemon --help");
+  EXPECT_EQ(help.exit_status, 0);
+  EXPECT_NE(help.out.find("--warm"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--state-dir"), std::string::npos) << help.out;
+
+  const std::string lonely = dir_ + "/lonely";
+  ASSERT_EQ(::mkdir(lonely.c_str(), 0700), 0);
+  ASSERT_EQ(run_command("cp " + q(kEvident) + " " + q(lonely + "/evident")).exit_status, 0);
+  const std::string sock = dir_ + "/lonely/d.sock";
+  auto r = run_command(q(lonely + "/evident") + " --json --socket " + q(sock) + " daemon");
+  EXPECT_EQ(r.exit_status, 2);
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["error"]["code"], "daemon-program-missing");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find(lonely + "/evident-daemon"), std::string::npos)
+      << j.dump();
+  EXPECT_FALSE(path_exists(sock));
+  // The same copy still serves every client command against the running daemon.
+  auto list = run_command(q(lonely + "/evident") + " --json --socket " + q(daemon_->socket()) + " display list");
+  EXPECT_EQ(list.exit_status, 0) << list.out;
+}
+
 // Proves: malformed, oversized, duplicate-key and ill-typed requests for every op are refused
 // with stable codes and change nothing (displays and apps unchanged).
 TEST_F(CliDaemonTest, BadRequestsForEveryOpAreRefusedAndChangeNothing) {

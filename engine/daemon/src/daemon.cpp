@@ -32,66 +32,17 @@
 #include "evident/core/clock.h"
 #include "evident/core/fs.h"
 #include "evident/service/engine.h"
+#include "socket_io.h"
 
 namespace evident {
 namespace {
 
-std::int64_t now_ms() { return steady_us() / 1000; }
+using namespace socket_io;
 
 // epoll tags of the loop's own descriptors (connection ids start at 1 and never reach these).
 constexpr std::uint64_t kTagListen = UINT64_MAX;
 constexpr std::uint64_t kTagSignal = UINT64_MAX - 1;
 constexpr std::uint64_t kTagWake = UINT64_MAX - 2;
-
-std::string errno_text(int e) { return std::strerror(e); }
-
-bool make_addr(const std::string& path, sockaddr_un* addr) {
-  std::memset(addr, 0, sizeof *addr);
-  addr->sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr->sun_path)) return false;
-  std::memcpy(addr->sun_path, path.c_str(), path.size() + 1);
-  return true;
-}
-
-// Writes everything (MSG_NOSIGNAL: a vanished peer must not kill us with SIGPIPE).
-bool send_all(int fd, std::string_view data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-enum class ReadOutcome { kOk, kTooLarge, kTimeout, kError };
-
-// Reads until EOF, at most max_bytes (one more byte means too large), before the deadline.
-ReadOutcome read_all(int fd, std::size_t max_bytes, std::int64_t deadline_ms, std::string* out) {
-  char buf[16384];
-  for (;;) {
-    std::int64_t left = deadline_ms - now_ms();
-    if (left <= 0) return ReadOutcome::kTimeout;
-    pollfd p{fd, POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(left));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ReadOutcome::kError;
-    }
-    if (r == 0) return ReadOutcome::kTimeout;
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return ReadOutcome::kError;
-    }
-    if (n == 0) return ReadOutcome::kOk;
-    out->append(buf, static_cast<std::size_t>(n));
-    if (out->size() > max_bytes) return ReadOutcome::kTooLarge;
-  }
-}
 
 std::string dir_of(const std::string& path) {
   std::filesystem::path p(path);
@@ -771,62 +722,12 @@ Result<int> Daemon::run() {
 
 }  // namespace
 
-std::string default_socket_path() { return default_runtime_dir() + "/evident.sock"; }
-
-std::string socket_path_from_env() {
-  const char* env = std::getenv("EVIDENT_SOCKET");
-  if (env && *env) return env;
-  return default_socket_path();
-}
-
 Result<int> run_daemon(const DaemonOptions& options, std::ostream& log) {
   DaemonOptions o = options;
   if (o.socket_path.empty()) o.socket_path = socket_path_from_env();
   if (o.state_dir.empty()) o.state_dir = default_state_dir();
   Daemon d(o, log);
   return d.run();
-}
-
-Result<Json> daemon_call(const std::string& socket_path, std::string_view request,
-                         int timeout_ms) {
-  auto unavailable = [&](const std::string& why) {
-    std::string start = socket_path == default_socket_path()
-                            ? "evident daemon &"
-                            : "evident daemon --socket " + socket_path + " &";
-    return make_error("daemon-unavailable", "no evident daemon is listening on " + socket_path +
-                                                " (" + why + "); start one with: " + start,
-                      true);
-  };
-  sockaddr_un addr{};
-  if (!make_addr(socket_path, &addr)) return unavailable("the socket path is too long");
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return unavailable(errno_text(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return unavailable(errno_text(errno));
-  }
-  // A too-large request may be cut off by the daemon (it answers request-too-large and closes):
-  // keep going to read its answer.
-  bool sent = send_all(fd, request);
-  ::shutdown(fd, SHUT_WR);
-  std::string answer;
-  auto outcome = read_all(fd, 64 * 1024 * 1024, now_ms() + timeout_ms, &answer);
-  if (outcome == ReadOutcome::kTimeout) {
-    return make_error("daemon-timeout", "the daemon did not answer in time", true);
-  }
-  if (answer.empty()) {
-    return make_error("daemon-protocol", sent ? "the daemon closed without answering"
-                                              : "the daemon closed the connection");
-  }
-  // A response wraps a receipt (itself within kMaxJsonDepth) one level deeper.
-  auto parsed = parse_json_strict(answer, 64 * 1024 * 1024, "daemon-protocol", kMaxResponseJsonDepth);
-  if (!parsed.ok() || !parsed->is_object() || !parsed->contains("ok")) {
-    return make_error("daemon-protocol", "the daemon's answer is not a JSON response object");
-  }
-  return *parsed;
 }
 
 }  // namespace evident

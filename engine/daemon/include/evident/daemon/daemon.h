@@ -1,4 +1,4 @@
-// The daemon: the control socket in front of one Engine, and its client.
+// The daemon: the control socket in front of one Engine (its client: client.h).
 //
 // Wire format (docs/cli.md): one request per connection. The client connects to the Unix
 // stream socket, writes one JSON envelope {"op","args"} (≤ Engine::max_request_bytes(op)), shuts
@@ -16,15 +16,10 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/daemon/client.h"
 #include "evident/service/engine.h"
 
 namespace evident {
-
-// default_runtime_dir() + "/evident.sock" ($XDG_RUNTIME_DIR/evident/evident.sock or
-// /tmp/evident-<uid>/evident.sock).
-std::string default_socket_path();
-// $EVIDENT_SOCKET if set, else default_socket_path().
-std::string socket_path_from_env();
 
 struct DaemonOptions {
   std::string socket_path;  // default socket_path_from_env()
@@ -52,11 +47,5 @@ struct DaemonOptions {
 // signalfd). Start-up errors are returned: daemon-already-running, daemon-socket-dir-unsafe,
 // daemon-socket-in-use, daemon-socket-failed.
 Result<int> run_daemon(const DaemonOptions& options, std::ostream& log);
-
-// Client: sends one request and returns the daemon's JSON answer.
-// Errors: daemon-unavailable (nobody listens; the message says how to start it),
-// daemon-protocol (a malformed or missing answer), daemon-timeout.
-Result<Json> daemon_call(const std::string& socket_path, std::string_view request,
-                         int timeout_ms = 300000);
 
 }  // namespace evident

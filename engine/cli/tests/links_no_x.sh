@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The programs a reviewer or a CLI call runs must not load the desktop stack: evident-verify must
+# run on a machine without X, and the `evident` front binary (every CLI call) must not pay for
+# X, D-Bus or the engine at start-up (docs/cli.md "One front binary, one daemon program"). None of
+# each binary's dynamic dependencies, direct (readelf NEEDED) or loaded through another library
+# (ldd, the whole closure), may be an X or D-Bus library. The same check is run on
+# `evident-daemon` (which links libX11 through the display module and libdbus through
+# accessibility) and must find both there, so a broken pattern or an empty listing cannot make
+# this test pass.
+# Usage: links_no_x.sh EVIDENT_DAEMON BINARY...
+set -euo pipefail
+control=$1
+shift
+# X11 client libraries, XCB, xkbcommon, and the GL/EGL/DRM/Wayland display stack; D-Bus and AT-SPI.
+x_libs='^lib(X[A-Za-z0-9]*|xcb[-_a-z0-9]*|xkbcommon[-_a-z0-9]*|xkbfile|xshmfence|GL[A-Za-z0-9]*|EGL|GLX|gbm|drm|wayland-[a-z]*|dbus-[0-9]+|atspi)\.so'
+
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'; }
+closure() { ldd "$1" | awk '{ print $1 }' | sed 's#.*/##'; }
+
+fail=0
+for bin in "$@"; do
+  name=$(basename "$bin")
+  direct=$(needed "$bin")
+  loaded=$(closure "$bin")
+  if [ -z "$direct" ] || ! grep -q '^libcrypto\.so' <<<"$direct"; then
+    echo "FAIL: could not list $name's NEEDED entries (expected libcrypto among them):"
+    echo "$direct"
+    fail=1
+  fi
+  if grep -Eq "$x_libs" <<<"$direct"; then
+    echo "FAIL: $name has X or D-Bus libraries among its NEEDED entries:"
+    grep -E "$x_libs" <<<"$direct"
+    fail=1
+  fi
+  if grep -Eq "$x_libs" <<<"$loaded"; then
+    echo "FAIL: $name loads X or D-Bus libraries (ldd):"
+    grep -E "$x_libs" <<<"$loaded"
+    fail=1
+  fi
+  [ "$fail" -eq 0 ] && echo "ok: $name loads $(wc -l <<<"$loaded") libraries; needs: $(tr '\n' ' ' <<<"$direct")"
+done
+# The detector itself: evident-daemon does link libX11 and libdbus, so the pattern must find them.
+if ! needed "$control" | grep -Eq "$x_libs" || ! closure "$control" | grep -q '^libX11\.so' ||
+   ! closure "$control" | grep -q '^libdbus-1\.so'; then
+  echo "FAIL: the check did not find libX11 and libdbus-1 in $(basename "$control")'s dependencies; the pattern is broken"
+  fail=1
+fi
+exit "$fail"
