@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <nlohmann/json.hpp>
+#include "evident/core/json.h"
 
 #include "evident/actions/batch.h"
 #include "evident/actions/executor.h"

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include "evident/core/json.h"
 #include <string>
 #include <vector>
 

@@ -3,6 +3,8 @@
 
 #include "evident/core/json.h"
 
+using evident::Json;
+using evident::JsonPreconditionError;
 using evident::parse_json_strict;
 
 namespace {
@@ -154,6 +156,25 @@ TEST(Utf8, SanitizedIsValidAndKeepsValidText) {
   EXPECT_TRUE(evident::is_valid_utf8(evident::utf8_sanitized("\xC0\xAF\xF8\x80\x80")));
   // make_error applies it: every Error message is valid UTF-8 by construction.
   EXPECT_TRUE(evident::is_valid_utf8(evident::make_error("x", "cut \xC3").message));
+}
+
+// Proves: nlohmann's preconditions are checked in every build (json.h defines JSON_ASSERT): a
+// const operator[] of a missing key throws JsonPreconditionError where a release build read the
+// object's end (undefined behaviour; the class of two fuzzing findings, docs/reliability.md). The
+// message names the condition, never the key.
+TEST(JsonPreconditions, MissingKeyThroughConstIndexThrows) {
+  const Json o = Json{{"a", 1}};
+  EXPECT_EQ(o["a"], 1);
+  EXPECT_THROW(static_cast<void>(o["b"]), JsonPreconditionError);
+  try {
+    static_cast<void>(o["secret-field-name"]);
+    ADD_FAILURE() << "no exception";
+  } catch (const JsonPreconditionError& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+  // Non-objects already threw a type_error; that is unchanged.
+  const Json arr = Json::array();
+  EXPECT_THROW(static_cast<void>(arr["a"]), nlohmann::json::type_error);
 }
 
 TEST(StrictJson, DumpNeverThrows) {

@@ -3,7 +3,7 @@
 // verified afterwards, and that no key or button is left held.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include "evident/core/json.h"
 
 #include "evident/input/input.h"
 #include "evident/input/restorer.h"

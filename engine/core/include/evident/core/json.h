@@ -4,9 +4,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
+// nlohmann::json checks its preconditions with JSON_ASSERT, which is assert() and so compiled out
+// of release builds: there, a const operator[] of a missing key dereferences the object's end
+// (undefined behaviour: fuzzing found two verifier reads of that kind, docs/reliability.md).
+// Every evident build checks them instead, and a violation throws JsonPreconditionError (a
+// std::logic_error, whose message names no input): the daemon answers that request `internal`
+// and serves the next, the CLI prints an `internal` error, and a fuzzer reports it as a crash
+// the first time an input reaches it rather than only when freed memory happens to be read.
+// This header is the only place evident includes nlohmann/json.hpp from.
+namespace evident {
+class JsonPreconditionError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+[[noreturn]] inline void json_precondition_failed(const char* condition) {
+  throw JsonPreconditionError(std::string("a JSON value was used against its precondition (") +
+                              condition + ")");
+}
+}  // namespace evident
+#ifdef JSON_ASSERT
+#error "evident/core/json.h must be the first include of nlohmann/json.hpp (it defines JSON_ASSERT)"
+#endif
+#define JSON_ASSERT(x) ((x) ? static_cast<void>(0) : ::evident::json_precondition_failed(#x))
 #include <nlohmann/json.hpp>
 
 #include "evident/core/status.h"
