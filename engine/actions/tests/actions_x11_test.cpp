@@ -412,6 +412,13 @@ TEST(ActionsX11, MouseDownMoveUpPressesDragsAndReleasesWithTheButton) {
     EXPECT_EQ(releases[i]["state"].get<unsigned>() & (Button1Mask | Button3Mask), w.mask);
   }
   // Motion with the button held: the move_mouse point and the mouse_up point carry the mask.
+  // The log is read once the app logged the last action's motion (the releases come before it).
+  testing::EventLog(rig.log).wait_for([](const std::vector<nlohmann::json>& ev) {
+    for (const auto& e : ev) {
+      if (e["type"] == "motion" && e["x_root"] == 600 && e["y_root"] == 450) return true;
+    }
+    return false;
+  });
   auto all = events(rig.log);
   auto motion_state = [&](int x, int y) -> long {
     for (const auto& e : all) {
