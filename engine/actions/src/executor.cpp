@@ -7,10 +7,12 @@
 
 #include "evident/core/clock.h"
 #include "evident/core/fs.h"
+#include "evident/input/app_ping.h"
 #include "evident/input/input.h"
 #include "evident/input/keys.h"
 #include "evident/input/selection.h"
 #include "evident/input/unicode.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 namespace {
@@ -88,6 +90,23 @@ Result<std::unique_ptr<ActionExecutor>> ActionExecutor::create(ExecutorContext c
   if (!dev.ok()) return dev.error();
   ex->input_ = std::move(*dev);
   return ex;
+}
+
+AppPinger& ActionExecutor::pinger() {
+  if (pinger_) return *pinger_;
+  ::Display* own = nullptr;
+  if (ctx_.open_aux) {
+    own = ctx_.open_aux();
+  } else {
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+      name = DisplayString(ctx_.dpy);
+    }
+    own = XOpenDisplay(name.c_str());
+  }
+  pinger_ = std::make_unique<AppPinger>(own);
+  return *pinger_;
 }
 
 std::uint64_t ActionExecutor::input_event_count() {
@@ -227,7 +246,19 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
       // Before the keys, without the display mutex (D-Bus only): what the focused text widget
       // holds, so that its text afterwards can be compared with what typing should make of it.
       TypeReadbackStart readback;
-      if (ctx_.type_readback) readback = ctx_.type_readback(a.text);
+      if (ctx_.type_readback) {
+        // First the app must have handled every event sent before (a click that moves its
+        // focus, keys that move its caret): the _NET_WM_PING barrier (evident/input/app_ping.h).
+        const AppPingOutcome barrier =
+            pinger().ping_focused_app(steady_us() + protocol::kAxReadbackTimeoutMs * 1000);
+        if (barrier == AppPingOutcome::kTimedOut) {
+          readback.reason = "not verified: the app did not answer _NET_WM_PING within " +
+                            std::to_string(protocol::kAxReadbackTimeoutMs) +
+                            " ms, so what it held before the keys is unknown";
+        } else {
+          readback = ctx_.type_readback(a.text);
+        }
+      }
       std::unique_lock<std::mutex> lock(*ctx_.dpy_mutex);
       // Where the keys go, read before they are sent (the focus does not move while typing).
       const std::string nowhere = focus_hint(ctx_.dpy);

@@ -25,6 +25,7 @@
 #include <X11/Xutil.h>  // IsModifierKey
 #include <X11/extensions/Xfixes.h>
 #undef Status
+#include "evident/testing/ping_app.h"
 
 namespace evident {
 namespace {
@@ -702,6 +703,54 @@ TEST(ActionsX11, WaitSeparatesActionsOnTheServerClock) {
   auto more = rig.wait_events("button_press", 4);
   ASSERT_EQ(more.size(), 4u);
   EXPECT_LT(more[3]["time"].get<long>() - more[2]["time"].get<long>(), 200);
+}
+
+// A read-back `type` reads the app's state only after the app handled the input sent before
+// it (the _NET_WM_PING barrier, docs/accessibility.md "Verified type"): an app busy for 300 ms
+// when a click reaches it has handled that click when the read-back hook runs, and the pinged app
+// is the one under the pointer. The hook is the test's own (no accessibility stack here).
+TEST(ActionsX11, ReadBackTypeWaitsUntilTheAppHandledTheInputBeforeIt) {
+  testing::Xvfb xvfb("640x480x24");
+  ::Display* dpy = xvfb.connect();
+  ASSERT_NE(dpy, nullptr);
+  testing::PingApp app(xvfb.open(), 0, 0, 300, 300);
+  std::mutex mu;
+  std::vector<std::vector<std::string>> seen_by_hook;
+  ExecutorContext ctx;
+  ctx.dpy = dpy;
+  ctx.dpy_mutex = &mu;
+  ctx.width = 640;
+  ctx.height = 480;
+  ctx.open_aux = [&xvfb] { return xvfb.open(); };
+  ctx.type_readback = [&](const std::string&) {
+    seen_by_hook.push_back(app.handled());
+    return TypeReadbackStart{nullptr, "not verified: the test's hook"};
+  };
+  auto ex = ActionExecutor::create(ctx);
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  auto parsed = parse_actions(Json::array({Json{{"type", "click"}, {"x", 100}, {"y", 100}},
+                                            Json{{"type", "type"}, {"text", "a"}}}),
+                              BatchMode::kCuActions, CoordinateSpace::kPixel, 640, 480);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const Action& click = (*parsed)[0];
+  const Action& type = (*parsed)[1];
+
+  app.busy_for_next_event(300);
+  EXPECT_EQ((*ex)->execute(click, 0).status, ActionStatus::kInjected);
+  const ActionResult typed = (*ex)->execute(type, 1);
+  EXPECT_EQ(typed.status, ActionStatus::kInjected);
+  EXPECT_NE(typed.detail.find("not verified: the test's hook"), std::string::npos) << typed.detail;
+  ASSERT_EQ(seen_by_hook.size(), 1u);
+  EXPECT_EQ(seen_by_hook[0], (std::vector<std::string>{"press", "release", "ping"}));
+
+  // A hung app: no read-back (the hook is not called), `injected` with the reason, at the bound.
+  app.answer_pings(false);
+  const ActionResult hung = (*ex)->execute(type, 2);
+  EXPECT_EQ(hung.status, ActionStatus::kInjected);
+  EXPECT_NE(hung.detail.find("not verified: the app did not answer _NET_WM_PING within 2000 ms"),
+            std::string::npos)
+      << hung.detail;
+  EXPECT_EQ(seen_by_hook.size(), 1u);
 }
 
 }  // namespace

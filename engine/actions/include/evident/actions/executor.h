@@ -18,6 +18,7 @@
 
 namespace evident {
 
+class AppPinger;
 class InputDevice;
 
 enum class ActionStatus { kOk, kInjected, kFailed };
@@ -106,9 +107,13 @@ class ActionExecutor {
   explicit ActionExecutor(ExecutorContext context);
   ActionResult run(const Action& action, int index);
   bool interruptible_wait(std::int64_t ms);  // false if cancelled
+  // The _NET_WM_PING barrier before a read-back `type` (evident/input/app_ping.h), on a
+  // connection opened on first use and closed with the executor.
+  AppPinger& pinger();
 
   ExecutorContext ctx_;
   std::shared_ptr<InputDevice> input_;
+  std::unique_ptr<AppPinger> pinger_;
   std::int64_t last_input_us_ = 0;
   bool track_settle_ = true;
   std::mutex cancel_mu_;
