@@ -42,19 +42,7 @@ int run(int argc, char** argv) {
                  "that size leases it in about a millisecond (repeatable, at most " +
                      std::to_string(kMaxWarmSizes) + ")")
       ->take_all();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    if (json) {
-      std::cout << dump_json(error_response(make_error("usage", e.what()))) << std::endl;
-    } else {
-      std::cerr << "evident: usage error: " << e.what() << "\n(run: evident daemon --help)"
-                << std::endl;
-    }
-    return 2;
-  }
+  if (auto done = parse_command_line(app, argc, argv, json, "evident daemon --help")) return *done;
   DaemonOptions o;
   o.socket_path = socket;
   o.state_dir = state_dir;

@@ -50,13 +50,9 @@ int print_error(const Globals& g, const Error& e, int exit_code) {
 // before `daemon` and ARGS. The process keeps its pid. daemon-program-missing when it cannot.
 int exec_daemon_program(const Globals& g, const std::vector<std::string>& global_args,
                         int argc, char** argv) {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string program = "evident-daemon";
-  if (n > 0) {
-    self[n] = '\0';
-    program = (std::filesystem::path(self).parent_path() / "evident-daemon").string();
-  }
+  const std::string self = own_program_path();
+  const std::string program =
+      self.empty() ? "evident-daemon" : (std::filesystem::path(self).parent_path() / "evident-daemon").string();
   std::vector<std::string> args{program};
   args.insert(args.end(), global_args.begin(), global_args.end());
   args.insert(args.end(), argv, argv + argc);
@@ -416,20 +412,7 @@ int run(int argc, char** argv) {
   app.add_subcommand("text", "text on a display by OCR (tesseract): read ID GENERATION | find ID "
                              "GENERATION TEXT (python3 -m evident.text_cli; docs/windows.md)");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    if (g.json) {
-      std::cout << dump_json(error_response(make_error("usage", e.what()))) << std::endl;
-    } else {
-      std::cerr << "evident: usage error: " << e.what() << "\n(run: evident --help)" << std::endl;
-    }
-    return 2;
-  }
+  if (auto done = parse_command_line(app, argc, argv, g.json, "evident --help")) return *done;
 
   if (d_create->parsed()) {
     Json args{{"width", width}, {"height", height}, {"depth", depth}, {"dpi", dpi}};

@@ -7,6 +7,8 @@
 // available to the Python side.
 #include "python_delegate.h"
 
+#include "cli_common.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,12 +70,7 @@ int exec_python_module(const std::string& module, const std::vector<std::string>
   if (!pp.empty()) setenv("PYTHONPATH", pp.c_str(), 1);
   // The package's C++ cross-checks (merge's `evident verify --key`) run this same binary.
   if (const char* v = std::getenv("EVIDENT_BIN"); v == nullptr || *v == '\0') {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-      self[n] = '\0';
-      setenv("EVIDENT_BIN", self, 1);
-    }
+    if (const std::string self = own_program_path(); !self.empty()) setenv("EVIDENT_BIN", self.c_str(), 1);
   }
   execvp(interpreter.c_str(), argv.data());
   int err = errno;

@@ -1,5 +1,7 @@
 #include "verify_cli.h"
 
+#include "cli_common.h"
+
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -66,15 +68,7 @@ int run_verify_program(int argc, const char* const* argv, bool json) {
   app.add_option("--trusted-keys", auth.trusted_keys_dir, "a directory of trusted *.pub/*.pem keys");
   app.add_option("--envelope", auth.envelope_path,
                  "the DSSE envelope (default: receipt.dsse.json beside the receipt)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return usage_error(json, e.what());
-  }
+  if (auto done = parse_command_line(app, argc, argv, json, "evident verify --help")) return *done;
   if (expect_uid >= 0) vo.expect_uid = expect_uid;
   SignedVerifyExtension signed_checks(auth);
   return run_verify_command(receipt, vo, json, std::cout, &signed_checks);
