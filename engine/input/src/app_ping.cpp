@@ -41,6 +41,26 @@ bool lists_ping(::Display* dpy, Window w, Atom ping) {
   return found;
 }
 
+AppPingOutcome await_echo(::Display* dpy, Atom wm_protocols, Atom ping, long token, std::int64_t deadline_us) {
+  for (;;) {
+    while (XPending(dpy) > 0) {
+      XEvent in;
+      XNextEvent(dpy, &in);
+      if (in.type == ClientMessage && in.xclient.message_type == wm_protocols && in.xclient.format == 32 &&
+          static_cast<Atom>(in.xclient.data.l[0]) == ping && in.xclient.data.l[1] == token) {
+        return AppPingOutcome::kAnswered;
+      }
+    }
+    if (x_connection_dead(dpy)) return AppPingOutcome::kFailed;
+    const std::int64_t left_ms = (deadline_us - steady_us() + 999) / 1000;
+    if (left_ms <= 0) return AppPingOutcome::kTimedOut;
+    pollfd p{ConnectionNumber(dpy), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left_ms, 1 << 30))) < 0 && errno != EINTR) {
+      return AppPingOutcome::kFailed;
+    }
+  }
+}
+
 }  // namespace
 
 const char* to_string(AppPingOutcome outcome) {
@@ -94,10 +114,7 @@ AppPingOutcome AppPinger::ping_focused_app(std::int64_t deadline_us) {
   // The app echoes the event to the root window with SubstructureNotify|SubstructureRedirect;
   // this connection listens there. The token is an XID of this connection's own range (unique
   // among the display's clients, so another listener's ping is never taken for ours).
-  if (!selected_) {
-    XSelectInput(dpy, root, SubstructureNotifyMask);
-    selected_ = true;
-  }
+  XSelectInput(dpy, root, SubstructureNotifyMask);
   const long token = static_cast<long>(XAllocID(dpy));
   XEvent ev{};
   ev.xclient.type = ClientMessage;
@@ -109,25 +126,19 @@ AppPingOutcome AppPinger::ping_focused_app(std::int64_t deadline_us) {
   ev.xclient.data.l[2] = static_cast<long>(top);
   XSendEvent(dpy, top, False, NoEventMask, &ev);
   XSync(dpy, False);
-  if (take_x_errors(dpy).count || x_connection_dead(dpy)) return AppPingOutcome::kFailed;
-
-  for (;;) {
-    while (XPending(dpy) > 0) {
-      XEvent in;
-      XNextEvent(dpy, &in);
-      if (in.type == ClientMessage && in.xclient.message_type == wm_protocols && in.xclient.format == 32 &&
-          static_cast<Atom>(in.xclient.data.l[0]) == ping && in.xclient.data.l[1] == token) {
-        return AppPingOutcome::kAnswered;
-      }
-    }
-    if (x_connection_dead(dpy)) return AppPingOutcome::kFailed;
-    const std::int64_t left_ms = (deadline_us - steady_us() + 999) / 1000;
-    if (left_ms <= 0) return AppPingOutcome::kTimedOut;
-    pollfd p{ConnectionNumber(dpy), POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left_ms, 1 << 30))) < 0 && errno != EINTR) {
-      return AppPingOutcome::kFailed;
-    }
+  if (take_x_errors(dpy).count || x_connection_dead(dpy)) {
+    if (!x_connection_dead(dpy)) XSelectInput(dpy, root, NoEventMask);
+    return AppPingOutcome::kFailed;
   }
+
+  const AppPingOutcome outcome = await_echo(dpy, wm_protocols, ping, token, deadline_us);
+  // The root's events are selected only while a ping is out: the connection reads nothing
+  // between pings, so nothing piles up there (a late echo is then not delivered at all).
+  if (!x_connection_dead(dpy)) {
+    XSelectInput(dpy, root, NoEventMask);
+    XSync(dpy, True);  // and what was queued is dropped
+  }
+  return outcome;
 }
 
 }  // namespace evident

@@ -24,7 +24,8 @@ const char* to_string(AppPingOutcome outcome);
 // Pings the top-level window that receives key events (the input focus's top-level window, or
 // the one under the pointer when the focus is PointerRoot) and waits for its echo. The pinger
 // owns an X connection of its own, used by nothing else: the echo comes back through the root
-// window's SubstructureNotify, which it selects there (other events read there are dropped).
+// window's SubstructureNotify, which it selects there while a ping is out (other events read
+// there are dropped).
 class AppPinger {
  public:
   // Takes `own` (null: every ping is kFailed); closes it with the pinger.
@@ -38,7 +39,6 @@ class AppPinger {
 
  private:
   ::Display* dpy_ = nullptr;
-  bool selected_ = false;
 };
 
 }  // namespace evident
