@@ -63,17 +63,6 @@ AppPingOutcome await_echo(::Display* dpy, Atom wm_protocols, Atom ping, long tok
 
 }  // namespace
 
-const char* to_string(AppPingOutcome outcome) {
-  switch (outcome) {
-    case AppPingOutcome::kAnswered: return "answered";
-    case AppPingOutcome::kUnsupported: return "unsupported";
-    case AppPingOutcome::kNoWindow: return "no-window";
-    case AppPingOutcome::kTimedOut: return "timed-out";
-    case AppPingOutcome::kFailed: return "failed";
-  }
-  return "failed";
-}
-
 // X errors (the window vanishing between the reads) go to the display layer's process-wide
 // handler, which records them per connection instead of exiting.
 AppPinger::AppPinger(::Display* own) : dpy_(own) { ensure_xlib_initialized(); }

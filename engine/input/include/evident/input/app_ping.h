@@ -19,7 +19,6 @@ enum class AppPingOutcome {
   kTimedOut,     // no answer before the deadline (a busy or hung app)
   kFailed,       // the connection broke or the window vanished
 };
-const char* to_string(AppPingOutcome outcome);
 
 // Pings the top-level window that receives key events (the input focus's top-level window, or
 // the one under the pointer when the focus is PointerRoot) and waits for its echo. The pinger
