@@ -705,7 +705,30 @@ def fixture_app(h, srv, ev, x=100, y=100):
         h.stop(p)
 
 
+@contextlib.contextmanager
+def one_cpu():
+    """Runs the block, and every process it starts (X server, app, peers, tools, the in-process
+    run), on one CPU. On this VM a round trip between processes on two vCPUs costs ~200 us of
+    wake-up latency and ~15-40 us on one, and which one a run gets is the scheduler's draw: the
+    same engine click measured 14 us in one run and 218 us in the next (docs/performance.md,
+    "CPU placement"). On one CPU both sides of every ratio get the same placement."""
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def row_click(h, ev, n):
+    with one_cpu() as cpu:
+        row = row_click_on_one_cpu(h, ev, n)
+    row["cpu_placement"] = "every process of the row on CPU %d" % cpu
+    return row
+
+
+def row_click_on_one_cpu(h, ev, n):
     peers = []
     with xserver(h) as srv, fixture_app(h, srv, ev) as (log, ready):
         bx, by = ready["x"] + 120, ready["y"] + 130  # middle of the button (20..219, 100..159)
@@ -737,10 +760,15 @@ def row_click(h, ev, n):
         if inproc.get("available"):
             # The whole in-process path (Python call, envelope, batch parse, execute, release
             # check) against the raw engine click it wraps: at most 2x (docs/performance.md).
+            # Both measured in the in-process run, alternating click by click in one process
+            # (libevident-bench-click); the tool's raw click runs in another process, whose CPU
+            # placement relative to Xvfb and the app is its own.
+            raw_us = inproc.get("tool", {}).get("raw_click_median_us")
             inproc["vs_raw_click"] = {
-                "ratio_permille": ratio_permille(inproc["median_us"], evr["median_us"]),
-                "ok": inproc["median_us"] <= 2 * evr["median_us"],
-                "target": "<= 2x the raw engine click"}
+                "ratio_permille": ratio_permille(inproc["median_us"], raw_us),
+                "ok": raw_us is not None and inproc["median_us"] <= 2 * raw_us,
+                "raw_click_median_us": raw_us,
+                "target": "<= 2x the raw engine click (same process, alternating)"}
         evr["cu_actions_variant"] = inproc
     elif inproc.get("available"):
         inproc["bench_input_unavailable"] = evr["reason"]

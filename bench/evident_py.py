@@ -10,6 +10,7 @@ usage: evident_py.py --mode display|warm|click|type|turn|browser|ax --runs N --t
        [--receiver tk|xterm] [--widgets N]
 """
 import argparse
+import ctypes
 import json
 import os
 import subprocess
@@ -71,8 +72,29 @@ def fixture_exe(args):
     return p
 
 
+def raw_click_lib(args):
+    """The raw engine click as a ctypes module (engine/actions/tools/bench_click.cpp), or None."""
+    for b in args.build:
+        p = os.path.join(b, "engine", "actions", "libevident-bench-click.so")
+        if os.path.isfile(p):
+            lib = ctypes.CDLL(p)
+            lib.evident_bench_click_open.restype = ctypes.c_void_p
+            lib.evident_bench_click_open.argtypes = [ctypes.c_char_p]
+            lib.evident_bench_click.restype = ctypes.c_longlong
+            lib.evident_bench_click.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+            lib.evident_bench_click_close.restype = None
+            lib.evident_bench_click_close.argtypes = [ctypes.c_void_p]
+            return lib
+    return None
+
+
 def mode_click(engine, args):
+    """The in-process cu.actions click, alternating click by click (the order swapping every
+    pair) with the raw engine click it wraps (InputDevice::click through libevident-bench-click,
+    on a connection of its own to the same display), so both are measured in one process on the
+    same display, app and CPU placement. Without the module, the batch alone."""
     d = engine.create_display(width=bench.W, height=bench.H)
+    raw_lib, raw = raw_click_lib(args), None
     try:
         log_path = os.path.join(args.tmp, "fixture-inproc.jsonl")
         app = d.launch([fixture_exe(args), "--events", log_path, "--x", "100", "--y", "100"],
@@ -80,29 +102,61 @@ def mode_click(engine, args):
         log = bench.EventLog(log_path)
         ready = bench.wait_until(lambda: next((e for e in log.poll() if e["type"] == "ready"),
                                               None), 15, "fixture ready")
-        act = [{"type": "click", "x": ready["x"] + 120, "y": ready["y"] + 130}]
+        bx, by = ready["x"] + 120, ready["y"] + 130
+        act = [{"type": "click", "x": bx, "y": by}]
         d.actions(act, observe="none")  # warm-up (first XTest use, keymap fetch)
-        bench.wait_until(lambda: log.count("button_clicked") >= 1, 3, "warm-up click")
-        samples, statuses = [], {}
-        for _ in range(args.runs):
-            t0 = time.perf_counter_ns()
-            r = d.actions(act, observe="none")
-            samples.append(time.perf_counter_ns() - t0)
-            st = r.results[0].status
-            statuses[st] = statuses.get(st, 0) + 1
-        want = args.runs + 1
-        try:
-            bench.wait_until(lambda: log.count("button_clicked") >= want, 5, "clicks")
-        except bench.BenchError:
-            pass
-        got = log.count("button_clicked") - 1
+        warm = 1
+        if raw_lib is not None:
+            os.environ.update(d.env())  # DISPLAY and XAUTHORITY for the module's XOpenDisplay
+            raw = raw_lib.evident_bench_click_open(d.name.encode())
+            if not raw:
+                raise SystemExit("libevident-bench-click: cannot open %s" % d.name)
+            if raw_lib.evident_bench_click(raw, bx, by) < 0:
+                raise SystemExit("libevident-bench-click: the warm-up click failed")
+            warm += 1
+        bench.wait_until(lambda: log.count("button_clicked") >= warm, 3, "warm-up clicks")
+        samples, raw_samples, statuses, raw_failed = [], [], {}, 0
+        sent = warm
+        for i in range(args.runs):
+            for k in range(2 if raw is not None else 1):
+                if raw is not None and (k == 0) == (i % 2 == 0):
+                    ns = raw_lib.evident_bench_click(raw, bx, by)
+                    if ns < 0:
+                        raw_failed += 1
+                    else:
+                        raw_samples.append(ns)
+                else:
+                    t0 = time.perf_counter_ns()
+                    r = d.actions(act, observe="none")
+                    samples.append(time.perf_counter_ns() - t0)
+                    st = r.results[0].status
+                    statuses[st] = statuses.get(st, 0) + 1
+                # Each click starts once the app has handled the one before (its log line), as
+                # in a test that clicks, then checks: neither side's call is timed while the
+                # app and the server still work on the other's click.
+                sent += 1
+                try:
+                    bench.wait_until(lambda: log.count("button_clicked") >= sent, 2, "click",
+                                     poll=0.0005)
+                except bench.BenchError:
+                    pass
+        got = log.count("button_clicked") - warm
         app.stop()
     finally:
+        if raw is not None:
+            raw_lib.evident_bench_click_close(raw)
         d.destroy()
-    return {"median_us": bench.median_us(samples), "runs": args.runs, "statuses": statuses,
-            "check": {"ok": got == args.runs and set(statuses) <= {"ok", "injected"},
-                      "detail": "%d/%d clicks reached the fixture app; statuses %s" % (
-                          got, args.runs, json.dumps(statuses))}}
+    sent -= warm
+    out = {"median_us": bench.median_us(samples), "runs": args.runs, "statuses": statuses,
+           "check": {"ok": got == sent and raw_failed == 0 and
+                     set(statuses) <= {"ok", "injected"},
+                     "detail": "%d/%d clicks reached the fixture app (%s); statuses %s" % (
+                         got, sent, "in-process batch and raw engine click alternating"
+                         if raw is not None else "in-process batch", json.dumps(statuses))}}
+    if raw is not None:
+        out["raw_click_median_us"] = bench.median_us(raw_samples)
+        out["raw_clicks"] = len(raw_samples)
+    return out
 
 
 def mode_type(engine, args):

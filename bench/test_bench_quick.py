@@ -44,6 +44,9 @@ def test_quick_mode_json_shape_and_delivery(tmp_path):
     missing = [t for t in TOOLS if ev.find(t) is None]
     if not any(glob.glob(os.path.join(d, "bindings", "core", "_core*.so")) for d in dirs):
         missing.append("_core")
+    if not any(os.path.isfile(os.path.join(d, "engine", "actions", "libevident-bench-click.so"))
+               for d in dirs):
+        missing.append("libevident-bench-click.so")
     if missing:
         pytest.fail(f"evident's side of the benchmark is not built in {dirs}: missing "
                     f"{', '.join(missing)} (cmake --build build)", pytrace=False)
@@ -69,6 +72,13 @@ def test_quick_mode_json_shape_and_delivery(tmp_path):
         # delivery/correctness, not speed: a wrong result is a failure here
         assert ev["check"]["ok"] is True, (row["id"], ev["check"])
         assert row["delivery_ok"] is True
+    # the in-process click was measured against the raw engine click in the same process,
+    # alternating, and the whole row ran on one CPU (docs/performance.md, "CPU placement")
+    click = next(r for r in doc["rows"] if r["id"] == "click")
+    inproc = click["evident"]["cu_actions_variant"]
+    assert inproc["tool"]["raw_clicks"] == inproc["runs"], inproc
+    assert inproc["vs_raw_click"]["raw_click_median_us"] == inproc["tool"]["raw_click_median_us"]
+    assert click["cpu_placement"].startswith("every process of the row on CPU "), click
     # the soak's figures were read from the daemon's /proc entry, after the warm-up and the end
     soak = next(r for r in doc["rows"] if r["id"] == "daemon_soak")["evident"]
     assert soak["warm"]["fds"] > 0 and soak["end"]["rss_kib"] > 0, soak
