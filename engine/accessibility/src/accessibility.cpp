@@ -828,14 +828,21 @@ struct AxTypeReadback::Impl {
 AxTypeReadback::AxTypeReadback(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AxTypeReadback::~AxTypeReadback() = default;
 
+std::optional<AxReadbackOutcome> AxTypeReadback::declines(const std::string& typed) {
+  // A newline or tab submits or moves the focus: what the widget then holds says nothing about
+  // delivery. Nothing is read.
+  if (typed.find_first_of("\n\t") != std::string::npos) {
+    return not_verified("the text has a newline or tab");
+  }
+  return std::nullopt;
+}
+
 std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_address,
                                                       const std::string& typed,
                                                       std::int64_t timeout_ms,
                                                       AxReadbackOutcome& out) {
-  // A newline or tab submits or moves the focus: what the widget then holds says nothing about
-  // delivery. Nothing is read.
-  if (typed.find_first_of("\n\t") != std::string::npos) {
-    out = not_verified("the text has a newline or tab");
+  if (auto no = declines(typed)) {
+    out = std::move(*no);
     return nullptr;
   }
   auto impl = std::make_unique<Impl>();

@@ -247,6 +247,11 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
       // holds, so that its text afterwards can be compared with what typing should make of it.
       TypeReadbackStart readback;
       if (ctx_.type_readback) {
+        // A text no read-back can verify (a newline submits) is declined before anything is
+        // sent or waited for.
+        readback.reason = ctx_.type_readback_declines ? ctx_.type_readback_declines(a.text) : "";
+      }
+      if (ctx_.type_readback && readback.reason.empty()) {
         // First the app must have handled every event sent before (a click that moves its
         // focus, keys that move its caret): the _NET_WM_PING barrier (evident/input/app_ping.h).
         const AppPingOutcome barrier =

@@ -1,6 +1,7 @@
 // Proves on a private Xvfb with the fixture app that the action vocabulary reaches a real client
 // as intended (positions, buttons, multi-click counts, scroll direction and count, drag ends, keys,
 // typed text, pasted text), that a refused batch injects nothing, and that settle/observe report honestly.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -726,6 +727,10 @@ TEST(ActionsX11, ReadBackTypeWaitsUntilTheAppHandledTheInputBeforeIt) {
     seen_by_hook.push_back(app.handled());
     return TypeReadbackStart{nullptr, "not verified: the test's hook"};
   };
+  ctx.type_readback_declines = [](const std::string& text) {
+    return text.find('\n') == std::string::npos ? std::string()
+                                                 : std::string("not verified: the test declines it");
+  };
   auto ex = ActionExecutor::create(ctx);
   ASSERT_TRUE(ex.ok()) << ex.error().message;
   auto parsed = parse_actions(Json::array({Json{{"type", "click"}, {"x", 100}, {"y", 100}},
@@ -734,6 +739,10 @@ TEST(ActionsX11, ReadBackTypeWaitsUntilTheAppHandledTheInputBeforeIt) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   const Action& click = (*parsed)[0];
   const Action& type = (*parsed)[1];
+  auto declined_batch = parse_actions(Json::array({Json{{"type", "type"}, {"text", "a\n"}}}),
+                                      BatchMode::kCuActions, CoordinateSpace::kPixel, 640, 480);
+  ASSERT_TRUE(declined_batch.ok()) << declined_batch.error().message;
+  const Action& declined = (*declined_batch)[0];
 
   app.busy_for_next_event(300);
   EXPECT_EQ((*ex)->execute(click, 0).status, ActionStatus::kInjected);
@@ -751,6 +760,21 @@ TEST(ActionsX11, ReadBackTypeWaitsUntilTheAppHandledTheInputBeforeIt) {
             std::string::npos)
       << hung.detail;
   EXPECT_EQ(seen_by_hook.size(), 1u);
+
+  // A text the hook declines is declined before the barrier: with the app still hung, the reason
+  // is the text's, not the ping's, the hook is not called and no ping is sent (the next answered
+  // ping comes after every event sent before it, so a ping of the declined call would be seen).
+  const ActionResult not_read = (*ex)->execute(declined, 3);
+  EXPECT_EQ(not_read.status, ActionStatus::kInjected);
+  EXPECT_NE(not_read.detail.find("not verified: the test declines it"), std::string::npos)
+      << not_read.detail;
+  EXPECT_EQ(not_read.detail.find("_NET_WM_PING"), std::string::npos) << not_read.detail;
+  EXPECT_EQ(seen_by_hook.size(), 1u);
+  app.answer_pings(true);
+  EXPECT_EQ((*ex)->execute(type, 4).status, ActionStatus::kInjected);
+  ASSERT_EQ(seen_by_hook.size(), 2u);
+  EXPECT_EQ(std::count(seen_by_hook[1].begin(), seen_by_hook[1].end(), "ping"), 3)
+      << "pings: the first type's, the hung type's and this one's";
 }
 
 }  // namespace

@@ -77,6 +77,12 @@ Result<ExecutorContext> executor_context_for(const std::shared_ptr<OwnedDisplay>
   ctx.height = display->info().height;
   ctx.open_aux = aux_connection_opener(display);
   ctx.type_readback = type_readback_for(display);
+  if (ctx.type_readback) {
+    ctx.type_readback_declines = [](const std::string& text) {
+      auto no = AxTypeReadback::declines(text);
+      return no ? no->detail : std::string();
+    };
+  }
   return ctx;
 }
 

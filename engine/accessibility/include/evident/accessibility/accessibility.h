@@ -125,6 +125,11 @@ std::u32string ax_code_points(const std::string& utf8);
 // One `type`'s read-back over the display's AT-SPI bus: begin() before the keys, finish() after.
 class AxTypeReadback {
  public:
+  // Why no read-back can verify `typed`, whatever the widget holds, or nullopt when one can: a
+  // newline or tab submits or moves the focus. Pure; begin() declines on the same condition, and
+  // a caller asks first so that it does no work (a barrier, a bus connection) for such a text.
+  static std::optional<AxReadbackOutcome> declines(const std::string& typed);
+
   // Before the keys, within timeout_ms: a text with a newline or tab is not verified (nothing is
   // read); otherwise the registry's desktop is walked (the ax_observe_* bounds) for the one
   // widget with the `focused` state; a password field, a widget without the Text interface or

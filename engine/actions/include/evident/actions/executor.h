@@ -55,6 +55,9 @@ struct TypeReadbackStart {
 };
 // Called before the keys (outside the display mutex) with the text about to be typed.
 using TypeReadback = std::function<TypeReadbackStart(const std::string& text)>;
+// Called first, before the executor's barrier: why no read-back can verify `text` whatever the
+// widget holds ("not verified: ..."), or "" when one can. Null: every text can be.
+using TypeReadbackDeclines = std::function<std::string(const std::string& text)>;
 
 // Everything the executor needs from its display, as plain parameters (no display module).
 struct ExecutorContext {
@@ -75,6 +78,7 @@ struct ExecutorContext {
   // Read-back of `type` on a display with a live accessibility stack; null: `type` is `injected`
   // ("delivery not read back"), as on every display without the stack.
   TypeReadback type_readback;
+  TypeReadbackDeclines type_readback_declines;  // asked before the barrier and type_readback
 };
 
 class ActionExecutor {
