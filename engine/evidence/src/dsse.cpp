@@ -1,5 +1,6 @@
 #include "evident/evidence/dsse.h"
 
+#include <array>
 #include <set>
 
 #include "evident/core/fs.h"
@@ -13,14 +14,13 @@ namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int b64_value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
+// The value of each byte as a base64 digit, -1 for every byte outside the alphabet ('=' too).
+constexpr std::array<signed char, 256> kDigitValue = [] {
+  std::array<signed char, 256> t{};
+  for (auto& v : t) v = -1;
+  for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<signed char>(i);
+  return t;
+}();
 
 }  // namespace
 
@@ -66,31 +66,34 @@ std::string base64_encode(std::string_view in) {
 
 std::optional<std::string> base64_decode(std::string_view in) {
   if (in.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  for (std::size_t i = 0; i < in.size(); i += 4) {
-    bool last = i + 4 == in.size();
-    int v[4];
-    int pad = 0;
-    for (int j = 0; j < 4; ++j) {
-      unsigned char c = static_cast<unsigned char>(in[i + j]);
-      if (c == '=' && last && j >= 2) {
-        v[j] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) return std::nullopt;  // data after '='
-      v[j] = b64_value(c);
-      if (v[j] < 0) return std::nullopt;
-    }
-    unsigned w = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
-                 (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);
-    if (pad == 2 && (w & 0xffff) != 0) return std::nullopt;  // non-zero pad bits
-    if (pad == 1 && (w & 0xff) != 0) return std::nullopt;
-    out += static_cast<char>((w >> 16) & 0xff);
-    if (pad < 2) out += static_cast<char>((w >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(w & 0xff);
+  if (in.empty()) return std::string();
+  // Every quad but the last has four digits; the last may end in "=" or "==" with zero pad bits.
+  const std::size_t quads = in.size() / 4;
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  std::string out(quads * 3, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  for (std::size_t q = 0; q + 1 < quads; ++q, p += 4, o += 3) {
+    const int a = kDigitValue[p[0]], b = kDigitValue[p[1]], c = kDigitValue[p[2]], d = kDigitValue[p[3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    const unsigned w = (static_cast<unsigned>(a) << 18) | (static_cast<unsigned>(b) << 12) |
+                       (static_cast<unsigned>(c) << 6) | static_cast<unsigned>(d);
+    o[0] = static_cast<unsigned char>(w >> 16);
+    o[1] = static_cast<unsigned char>(w >> 8);
+    o[2] = static_cast<unsigned char>(w);
   }
+  const int pad = p[3] != '=' ? 0 : p[2] != '=' ? 1 : 2;
+  const int a = kDigitValue[p[0]], b = kDigitValue[p[1]];
+  const int c = pad == 2 ? 0 : kDigitValue[p[2]];
+  const int d = pad >= 1 ? 0 : kDigitValue[p[3]];
+  if ((a | b | c | d) < 0) return std::nullopt;
+  const unsigned w = (static_cast<unsigned>(a) << 18) | (static_cast<unsigned>(b) << 12) |
+                     (static_cast<unsigned>(c) << 6) | static_cast<unsigned>(d);
+  if (pad == 2 && (w & 0xffff) != 0) return std::nullopt;  // non-zero pad bits
+  if (pad == 1 && (w & 0xff) != 0) return std::nullopt;
+  o[0] = static_cast<unsigned char>(w >> 16);
+  o[1] = static_cast<unsigned char>(w >> 8);
+  o[2] = static_cast<unsigned char>(w);
+  out.resize(out.size() - static_cast<std::size_t>(pad));
   return out;
 }
 
