@@ -24,6 +24,7 @@ from evident.agent import (AgentError, AnthropicTransport, Observation, Scripted
 from evident.errors import EvidentError
 
 from fake_backend import FakeBackend
+from ctrl_c import python_handles_sigint  # noqa: F401  (a fixture)
 
 TASK = "fill in the form"
 POLICY = {"adapter": "evident", "provider": "test", "model": "scripted-1"}
@@ -283,7 +284,7 @@ def test_ctrl_c_in_the_policy_aborts_at_once(lane_setup):
     assert [r["op"] for r in lane.requests] == ["begin", "status", "abort"]
 
 
-def test_ctrl_c_during_a_turn_aborts_once_the_turn_returns(lane_setup):
+def test_ctrl_c_during_a_turn_aborts_once_the_turn_returns(lane_setup, python_handles_sigint):
     backend, engine, display, tmp = lane_setup
     release = threading.Event()
     lane = FakeTaskLane(backend, tmp, block=lambda: release.wait(5))

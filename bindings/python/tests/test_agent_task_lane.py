@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
+from ctrl_c import python_handles_sigint  # noqa: F401  (a fixture)
 from provider_server import ProviderServer
 
 from evident import TaskError, wait_for
@@ -409,7 +410,8 @@ def test_cassette_recorded_through_the_lane_replays_offline(evident_engine, evid
 
 
 @pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
-def test_ctrl_c_during_a_turn_aborts_the_task_once_the_turn_returns(evident_display, form, monkeypatch):
+def test_ctrl_c_during_a_turn_aborts_the_task_once_the_turn_returns(evident_display, form, monkeypatch,
+                                                                   python_handles_sigint):
     app, log, at = form
     policy = {"adapter": "evident", "provider": "test", "model": "scripted"}
     script = ScriptedPolicy([{"calls": [{"id": "w", "actions": [{"type": "wait", "ms": 3000}]}]}, {"result": {}}])

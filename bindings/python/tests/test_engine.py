@@ -17,6 +17,7 @@ from PIL import Image
 import evident
 from evident import _call
 from evident import actions as a
+from ctrl_c import python_handles_sigint  # noqa: F401  (a fixture)
 
 XMESSAGE = ["xmessage", "-geometry", "200x80+0+0", "evident"]
 DEADLINE_S = 20
@@ -168,7 +169,7 @@ def test_gil_is_released_during_long_calls(engine):
         assert ticks > 1000
 
 
-def test_ctrl_c_during_session_wait_aborts_and_releases_display(engine):
+def test_ctrl_c_during_session_wait_aborts_and_releases_display(engine, python_handles_sigint):
     with engine.create_display(width=128, height=128) as display:
         app = display.launch(XMESSAGE, wait_window_ms=10000)
         s = display.session(app)

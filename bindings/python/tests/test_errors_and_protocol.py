@@ -17,6 +17,7 @@ from evident.display import Display
 from evident.errors import error_from_reply
 
 from fake_backend import FakeBackend, FakeSessions
+from ctrl_c import python_handles_sigint  # noqa: F401  (a fixture)
 
 DEADLINE_S = 10
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -126,7 +127,7 @@ def test_closed_engine_refuses_calls():
     assert info.value.code == "engine-closed"
 
 
-def test_ctrl_c_interrupts_the_wait_and_aborts_after_the_call_completes():
+def test_ctrl_c_interrupts_the_wait_and_aborts_after_the_call_completes(python_handles_sigint):
     started, release, aborted = threading.Event(), threading.Event(), threading.Event()
 
     def hold():
