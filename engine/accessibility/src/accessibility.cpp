@@ -856,24 +856,82 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
   if (Status st = bus.connect(a11y_address, t0 + timeout_ms * 1000); !st.ok()) return failed_read(st.error());
 
   // 1. The focused widget: AT-SPI has no "get focus" call, so the desktop is walked (the observe
-  // bounds, no values) for the nodes with the `focused` state.
+  // bounds, no values) for the nodes with the `focused` state. A toolkit can answer the X
+  // barrier before it has handled the input that focuses a widget (GTK 3 keeps reading X events,
+  // and answers _NET_WM_PING, while it holds their delivery for a frame), and answers AT-SPI
+  // meanwhile: so focus changes are routed to this connection before the walk, and a walk that
+  // finds no focused widget waits (bounded) for the next focus gained and walks once more.
+  DBusConnection* c = bus.connection();
+  {
+    const std::string focus_rule =
+        "type='signal',interface='org.a11y.atspi.Event.Object',member='StateChanged',arg0='focused'";
+    const int reg = bus.call(ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_REGISTRY,
+                             ATSPI_DBUS_INTERFACE_REGISTRY, "RegisterEvent", [](DBusMessageIter& it) {
+                               const char* event = "object:state-changed:focused";
+                               dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &event);
+                             });
+    const int match = bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "AddMatch", [&focus_rule](DBusMessageIter& it) {
+                                 const char* r = focus_rule.c_str();
+                                 dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &r);
+                               });
+    Message reg_reply = bus.take(reg);
+    Message match_reply = bus.take(match);
+    if (reg_reply.is_error() || match_reply.is_error()) {
+      return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
+    }
+  }
+  // Pops what arrived; true when one of them is a widget gaining focus (StateChanged "focused", 1).
+  auto focus_gained = [c]() {
+    bool gained = false;
+    while (DBusMessage* m = dbus_connection_pop_message(c)) {
+      DBusMessageIter it;
+      const char* kind = nullptr;
+      dbus_int32_t detail1 = 0;
+      if (dbus_message_is_signal(m, "org.a11y.atspi.Event.Object", "StateChanged") &&
+          dbus_message_iter_init(m, &it) && dbus_message_iter_get_arg_type(&it) == DBUS_TYPE_STRING) {
+        dbus_message_iter_get_basic(&it, &kind);
+        if (dbus_message_iter_next(&it) && dbus_message_iter_get_arg_type(&it) == DBUS_TYPE_INT32) {
+          dbus_message_iter_get_basic(&it, &detail1);
+          gained = gained || (kind && std::string_view(kind) == "focused" && detail1 == 1);
+        }
+      }
+      dbus_message_unref(m);
+    }
+    return gained;
+  };
   AxLimits limits;
   limits.max_nodes = static_cast<int>(protocol::kAxObserveMaxNodes);
   limits.max_depth = static_cast<int>(protocol::kAxObserveMaxDepth);
   limits.timeout_ms = timeout_ms;
   AxTree tree;
   std::vector<Ref> refs;
-  if (Status st = walk_tree(bus, Ref{ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_ROOT}, limits, tree,
-                            false, &refs);
-      !st.ok()) {
-    return failed_read(st.error());
-  }
-  if (tree.nodes.empty()) {
-    return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
-  }
   std::vector<std::size_t> focused;
-  for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
-    if (has_state(tree.nodes[i].states, "focused")) focused.push_back(i);
+  for (int walk = 0;; ++walk) {
+    tree = AxTree{};
+    refs.clear();
+    if (Status st = walk_tree(bus, Ref{ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_ROOT}, limits, tree,
+                              false, &refs);
+        !st.ok()) {
+      return failed_read(st.error());
+    }
+    if (tree.nodes.empty()) {
+      return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
+    }
+    focused.clear();
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+      if (has_state(tree.nodes[i].states, "focused")) focused.push_back(i);
+    }
+    if (!focused.empty() || tree.truncated || walk == 1) break;
+    // No focus yet: the next focus gained (or one that arrived during the walk), until the bound.
+    bool gained = false;
+    while (!(gained = focus_gained())) {
+      const std::int64_t left_ms = (t0 + timeout_ms * 1000 - steady_us()) / 1000;
+      if (left_ms <= 0 || !dbus_connection_read_write(c, static_cast<int>(std::min<std::int64_t>(left_ms, 1 << 30)))) {
+        break;
+      }
+    }
+    if (!gained) break;
   }
   if (focused.empty()) {
     out = not_verified(tree.truncated ? "no focused widget among the accessibility nodes read (the "
