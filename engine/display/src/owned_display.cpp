@@ -24,7 +24,7 @@ OwnedDisplay::~OwnedDisplay() { teardown(); }
 
 bool OwnedDisplay::alive() {
   if (destroyed_.load()) return false;
-  if (!xvfb_ || xvfb_->exited()) return false;
+  if (!xvfb_ || xvfb_->gone()) return false;
   ::Display* dpy = dpy_.load();
   return dpy != nullptr && !x_connection_dead(dpy);
 }

@@ -59,6 +59,13 @@ bool Child::exited() {
   return peek_locked();
 }
 
+bool Child::gone() {
+  if (exited()) return true;
+  if (pidfd_ < 0) return false;
+  pollfd p{pidfd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 bool Child::wait_exit(std::int64_t timeout_ms) {
   const std::int64_t deadline = steady_us() / 1000 + timeout_ms;
   for (;;) {

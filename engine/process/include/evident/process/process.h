@@ -44,6 +44,10 @@ class Child {
   pid_t pid() const { return pid_; }
   // True once the process has exited (peeked with WNOWAIT; it stays unreaped).
   bool exited();
+  // exited(), or its pidfd already reports the exit. The kernel can wake pidfd pollers (another
+  // process watching this one, a test) before the exit is waitable here, so a liveness check
+  // that only waits (exited) can call a process alive that an observer has seen end.
+  bool gone();
   // Waits up to `timeout_ms` for exit; true if exited. Event-driven (pidfd + poll).
   bool wait_exit(std::int64_t timeout_ms);
   // Signals the process group (or the process if no group) while the pid is still ours.
