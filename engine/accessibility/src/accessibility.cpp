@@ -173,6 +173,8 @@ class Bus {
   DBusConnection* connection() { return c_; }
   bool late() const { return steady_us() >= deadline_us_; }
   bool connected() const { return c_ && dbus_connection_get_is_connected(c_); }
+  // Why a call that got no usable reply failed: the bus went away, or (still there) too late.
+  Error why_failed() const { return connected() && late() ? timed_out(timeout_ms_) : bus_gone(); }
 
   // Sends a method call; `append` adds its arguments. Returns a handle for take().
   int call(const char* dest, const char* path, const char* iface, const char* method,
@@ -212,6 +214,24 @@ class Bus {
     Message r(dbus_pending_call_steal_reply(p));
     dbus_pending_call_unref(p);
     return r;
+  }
+
+  // Routes an AT-SPI event to this connection: the registry is told someone listens for `event`
+  // (a bridge emits no event nobody registered for), and the bus is asked to deliver the signals
+  // that match `rule`. Both calls are pipelined; true when both were accepted.
+  bool listen(const char* event, const std::string& rule) {
+    const int reg = call(ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_REGISTRY,
+                         ATSPI_DBUS_INTERFACE_REGISTRY, "RegisterEvent", [event](DBusMessageIter& it) {
+                           dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &event);
+                         });
+    const int match = call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                           "AddMatch", [&rule](DBusMessageIter& it) {
+                             const char* r = rule.c_str();
+                             dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &r);
+                           });
+    Message reg_reply = take(reg);
+    Message match_reply = take(match);
+    return !reg_reply.is_error() && !match_reply.is_error();
   }
 
   void reset_pending() {
@@ -862,24 +882,10 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
   // meanwhile: so focus changes are routed to this connection before the walk, and a walk that
   // finds no focused widget waits (bounded) for the next focus gained and walks once more.
   DBusConnection* c = bus.connection();
-  {
-    const std::string focus_rule =
-        "type='signal',interface='org.a11y.atspi.Event.Object',member='StateChanged',arg0='focused'";
-    const int reg = bus.call(ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_REGISTRY,
-                             ATSPI_DBUS_INTERFACE_REGISTRY, "RegisterEvent", [](DBusMessageIter& it) {
-                               const char* event = "object:state-changed:focused";
-                               dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &event);
-                             });
-    const int match = bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "AddMatch", [&focus_rule](DBusMessageIter& it) {
-                                 const char* r = focus_rule.c_str();
-                                 dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &r);
-                               });
-    Message reg_reply = bus.take(reg);
-    Message match_reply = bus.take(match);
-    if (reg_reply.is_error() || match_reply.is_error()) {
-      return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
-    }
+  if (!bus.listen("object:state-changed:focused",
+                  "type='signal',interface='org.a11y.atspi.Event.Object',member='StateChanged',"
+                  "arg0='focused'")) {
+    return failed_read(bus.why_failed());
   }
   // Pops what arrived; true when one of them is a widget gaining focus (StateChanged "focused", 1).
   auto focus_gained = [c]() {
@@ -916,7 +922,7 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
       return failed_read(st.error());
     }
     if (tree.nodes.empty()) {
-      return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
+      return failed_read(bus.why_failed());
     }
     focused.clear();
     for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
@@ -962,20 +968,8 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
   const char* path = impl->widget.path.c_str();
   const std::string rule = "type='signal',interface='org.a11y.atspi.Event.Object',member='TextChanged',"
                            "sender='" + impl->widget.bus + "',path='" + impl->widget.path + "'";
-  const int reg = bus.call(ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_REGISTRY,
-                           ATSPI_DBUS_INTERFACE_REGISTRY, "RegisterEvent", [](DBusMessageIter& it) {
-                             const char* event = "object:text-changed";
-                             dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &event);
-                           });
-  const int match = bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                             "AddMatch", [&rule](DBusMessageIter& it) {
-                               const char* r = rule.c_str();
-                               dbus_message_iter_append_basic(&it, DBUS_TYPE_STRING, &r);
-                             });
-  Message reg_reply = bus.take(reg);
-  Message match_reply = bus.take(match);
-  if (reg_reply.is_error() || match_reply.is_error()) {
-    return failed_read(!bus.connected() ? bus_gone() : bus.late() ? timed_out(timeout_ms) : bus_gone());
+  if (!bus.listen("object:text-changed", rule)) {
+    return failed_read(bus.why_failed());
   }
 
   // 3. What the widget holds now, its caret and its first selection.

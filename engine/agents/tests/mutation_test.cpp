@@ -101,7 +101,9 @@ TEST(Mutations, NeverCrashAndAlwaysAnswerWithACode) {
       if (r.ok()) {
         ++accepted;
         for (const MappedCall& c : r->calls) EXPECT_EQ(c.parsed.size(), c.actions.size());
-        if (r->kind == TurnKind::kFinal) EXPECT_TRUE(r->result.has_value() != r->result_error.has_value());
+        if (r->kind == TurnKind::kFinal) {
+          EXPECT_TRUE(r->result.has_value() != r->result_error.has_value());
+        }
       } else {
         ++refused;
         EXPECT_TRUE(r.error().code.starts_with("task-")) << name << ": " << r.error().code;

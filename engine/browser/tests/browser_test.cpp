@@ -74,7 +74,7 @@ class BrowserX11 : public ::testing::Test {
     o.runtime_dir = tmp_ / "rt";
     displays_ = std::make_unique<DisplayManager>(o);
     browsers_ = std::make_unique<BrowserManager>(*displays_, BrowserManagerOptions{o.runtime_dir});
-    auto d = displays_->create({640, 480, 24, 96});
+    auto d = displays_->create(DisplayOptions::of(640, 480, 24, 96));
     ASSERT_TRUE(d.ok()) << d.error().message;
     display_ = *d;
     testing::write_text(tmp_ / "one.html",

@@ -41,7 +41,7 @@ class AppTest : public ::testing::Test {
     DisplayManagerOptions o;
     o.runtime_dir = dir_ + "/rt";
     mgr_ = std::make_unique<DisplayManager>(o);
-    auto d = mgr_->create({640, 480, 24, 96});
+    auto d = mgr_->create(DisplayOptions::of(640, 480, 24, 96));
     ASSERT_TRUE(d.ok()) << d.error().message;
     display_ = *d;
   }
@@ -169,7 +169,7 @@ TEST_F(AppTest, DeathIsSeenInTheList) {
 
 // Proves: destroying a display stops every app on it (whole process groups), and only those.
 TEST_F(AppTest, DestroyStopsTheDisplaysApps) {
-  auto other = mgr_->create({320, 240, 24, 96});
+  auto other = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
   ASSERT_TRUE(other.ok());
   auto a = mgr_->launch_app(id(), gen(), {kFixture, "--events", dir_ + "/e1"}, 20000);
   ASSERT_TRUE(a.ok()) << a.error().message;

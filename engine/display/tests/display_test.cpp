@@ -41,7 +41,7 @@ class DisplayTest : public ::testing::Test {
 // Proves: a created display is ready (extensions, cookie client, frame), listed, probed fresh,
 // screenshot-able, and gone (process, files) after destroy.
 TEST_F(DisplayTest, CreateStatusScreenshotDestroy) {
-  auto d = mgr_->create({640, 480, 24, 96});
+  auto d = mgr_->create(DisplayOptions::of(640, 480, 24, 96));
   ASSERT_TRUE(d.ok()) << d.error().code << ": " << d.error().message;
   DisplayInfo info = (*d)->info();
   EXPECT_EQ(info.name, ":" + std::to_string(info.id));
@@ -122,9 +122,9 @@ TEST_F(DisplayTest, CreateStatusScreenshotDestroy) {
 
 // Proves: stale, foreign and malformed generations are refused and the display keeps running.
 TEST_F(DisplayTest, GenerationRefusalKeepsTheDisplayRunning) {
-  auto a = mgr_->create({320, 240, 24, 96});
+  auto a = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
   ASSERT_TRUE(a.ok()) << a.error().message;
-  auto b = mgr_->create({320, 240, 24, 96});
+  auto b = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
   ASSERT_TRUE(b.ok()) << b.error().message;
   const DisplayInfo ai = (*a)->info();
   const DisplayInfo bi = (*b)->info();
@@ -151,7 +151,7 @@ TEST_F(DisplayTest, GenerationRefusalKeepsTheDisplayRunning) {
 
 // Proves: a client without the display's cookie is refused; with it, accepted.
 TEST_F(DisplayTest, ClientWithoutCookieIsRefused) {
-  auto d = mgr_->create({320, 240, 24, 96});
+  auto d = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
   ASSERT_TRUE(d.ok()) << d.error().message;
   const std::string name = (*d)->info().name;
   auto without = run_command("XAUTHORITY=/dev/null xdpyinfo -display " + name + " >/dev/null 2>&1");
@@ -182,7 +182,7 @@ TEST_F(DisplayTest, ForeignServersAreNeverTouched) {
   ASSERT_TRUE(foreign.had_socket);
   std::set<int> seen_ids;
   for (int round = 0; round < 3; ++round) {
-    auto d = mgr_->create({320, 240, 24, 96});
+    auto d = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
     ASSERT_TRUE(d.ok()) << d.error().message;
     EXPECT_NE((*d)->info().id, foreign.number);
     ASSERT_TRUE(mgr_->destroy((*d)->info().id, (*d)->info().generation).ok());
@@ -191,7 +191,7 @@ TEST_F(DisplayTest, ForeignServersAreNeverTouched) {
   std::vector<std::future<Result<std::shared_ptr<OwnedDisplay>>>> futures;
   for (int i = 0; i < 8; ++i) {
     futures.push_back(std::async(std::launch::async, [&] {
-      return mgr_->create({320, 240, 24, 96});
+      return mgr_->create(DisplayOptions::of(320, 240, 24, 96));
     }));
   }
   std::vector<std::shared_ptr<OwnedDisplay>> made;
@@ -214,15 +214,15 @@ TEST_F(DisplayTest, ForeignServersAreNeverTouched) {
   EXPECT_TRUE(mgr_->list().empty());
   EXPECT_TRUE(foreign.untouched());
   // destroy_all with live displays also leaves the foreign ones alone.
-  ASSERT_TRUE(mgr_->create({320, 240, 24, 96}).ok());
+  ASSERT_TRUE(mgr_->create(DisplayOptions::of(320, 240, 24, 96)).ok());
   mgr_->destroy_all();
   EXPECT_TRUE(foreign.untouched());
-  EXPECT_EQ(mgr_->create({320, 240, 24, 96}).error().code, "engine-shutting-down");
+  EXPECT_EQ(mgr_->create(DisplayOptions::of(320, 240, 24, 96)).error().code, "engine-shutting-down");
 }
 
 // Proves: a display whose Xvfb died is reported dead and blocked, never "ready".
 TEST_F(DisplayTest, DeadServerIsReportedNotReady) {
-  auto d = mgr_->create({320, 240, 24, 96});
+  auto d = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
   ASSERT_TRUE(d.ok());
   const DisplayInfo info = (*d)->info();
   ASSERT_EQ(::kill(info.xvfb_pid, SIGKILL), 0);
@@ -244,7 +244,7 @@ TEST_F(DisplayTest, DeadServerIsReportedNotReady) {
 }
 
 TEST_F(DisplayTest, BadOptionsAreRefusedBeforeAnythingStarts) {
-  EXPECT_EQ(mgr_->create({1, 240, 24, 96}).error().code, "display-args");
+  EXPECT_EQ(mgr_->create(DisplayOptions::of(1, 240, 24, 96)).error().code, "display-args");
   EXPECT_TRUE(mgr_->list().empty());
 }
 

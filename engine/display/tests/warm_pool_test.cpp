@@ -26,7 +26,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   DisplayManagerOptions o;
   o.readiness = capture_readiness();  // as the Engine has it: capture is part of readiness
   o.runtime_dir = dir + "/rt";
-  o.warm = {{320, 240, 24, 96}, {320, 240, 24, 96}};  // a duplicate is kept once
+  o.warm = {DisplayOptions::of(320, 240, 24, 96), DisplayOptions::of(320, 240, 24, 96)};  // a duplicate is kept once
   auto mgr = std::make_unique<DisplayManager>(o);
 
   ASSERT_TRUE(mgr->wait_warm(kWaitMs));
@@ -47,7 +47,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   const std::set<pid_t> pooled = our_xvfbs();
   ASSERT_EQ(pooled.size(), 1u);
   auto lease = [&]() -> std::shared_ptr<OwnedDisplay> {
-    auto d = mgr->create({320, 240, 24, 96});
+    auto d = mgr->create(DisplayOptions::of(320, 240, 24, 96));
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().code + ": " + d.error().message);
     if (!d.ok()) return nullptr;
     const DisplayInfo& info = (*d)->info();
@@ -91,7 +91,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   EXPECT_NE(first->info().generation, second->info().generation);
 
   // A size with no warm entry: a normal create.
-  auto other = mgr->create({640, 480, 24, 96});
+  auto other = mgr->create(DisplayOptions::of(640, 480, 24, 96));
   ASSERT_TRUE(other.ok()) << other.error().code;
   pids.insert((*other)->info().xvfb_pid);
   EXPECT_TRUE(generations.insert((*other)->info().generation).second);
@@ -128,7 +128,7 @@ TEST(WarmPoolTest, LeaseRefillOtherSizesAndTeardown) {
   mgr->destroy_all();
   EXPECT_FALSE(mgr->wait_warm(0));  // shut down
   for (pid_t p : pids) EXPECT_FALSE(pid_running(p)) << "Xvfb " << p << " survived";
-  auto refused = mgr->create({320, 240, 24, 96});
+  auto refused = mgr->create(DisplayOptions::of(320, 240, 24, 96));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, "engine-shutting-down");
   mgr.reset();

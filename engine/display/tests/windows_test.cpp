@@ -23,7 +23,7 @@ class WindowsTest : public ::testing::Test {
     DisplayManagerOptions o;
     o.runtime_dir = dir_ + "/rt";
     mgr_ = std::make_unique<DisplayManager>(o);
-    auto d = mgr_->create({640, 480, 24, 96});
+    auto d = mgr_->create(DisplayOptions::of(640, 480, 24, 96));
     ASSERT_TRUE(d.ok()) << d.error().message;
     display_ = *d;
     auto c = display_->open_connection();

@@ -57,9 +57,9 @@ TEST(DisplayValuesTest, ArgvDigestIsShaOfCompactJsonArray) {
 
 TEST(DisplayValuesTest, OptionRanges) {
   EXPECT_TRUE(validate_display_options({}).ok());
-  EXPECT_EQ(validate_display_options({10, 800, 24, 96}).error().code, "display-args");
-  EXPECT_EQ(validate_display_options({1280, 800, 8, 96}).error().code, "display-args");
-  EXPECT_EQ(validate_display_options({1280, 800, 24, 5000}).error().code, "display-args");
+  EXPECT_EQ(validate_display_options(DisplayOptions::of(10, 800, 24, 96)).error().code, "display-args");
+  EXPECT_EQ(validate_display_options(DisplayOptions::of(1280, 800, 8, 96)).error().code, "display-args");
+  EXPECT_EQ(validate_display_options(DisplayOptions::of(1280, 800, 24, 5000)).error().code, "display-args");
 }
 
 }  // namespace

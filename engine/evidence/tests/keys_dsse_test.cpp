@@ -69,7 +69,9 @@ TEST(Base64, DecodingIsCanonicalAndInvertsEncoding) {
         std::string changed = enc;
         changed[i] = c;
         auto back = base64_decode(changed);
-        if (back) EXPECT_EQ(base64_encode(*back), changed) << n << " " << i << " " << c;
+        if (back) {
+          EXPECT_EQ(base64_encode(*back), changed) << n << " " << i << " " << c;
+        }
       }
     }
   }

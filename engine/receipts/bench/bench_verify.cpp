@@ -44,9 +44,14 @@ std::string synthetic_receipt() {
   in.elapsed_ms = 5100;
   in.initial_frame_sha256 = hex64(10);
   for (int i = 0; i < 64; ++i) {
-    in.actions.push_back({"click", {{"type", "click"}, {"x", i}, {"y", 2 * i}}, "injected", true,
-                          hex64(100 + i)});
-    in.actions.back().input_events = 3;
+    evident::ActionRecord a;
+    a.type = "click";
+    a.projection = {{"type", "click"}, {"x", i}, {"y", 2 * i}};
+    a.status = "injected";
+    a.input = true;
+    a.frame_sha256 = hex64(100 + i);
+    a.input_events = 3;
+    in.actions.push_back(std::move(a));
   }
   in.freeze_frame_sha256 = hex64(163);
   in.input_event_count = 64 * 3;

@@ -141,7 +141,7 @@ Result<WarmDisplaySize> parse_warm_size(std::string_view text) {
   };
   WarmDisplaySize size;
   if (!number(text.substr(0, x), &size.width) || !number(text.substr(x + 1), &size.height)) return bad();
-  EVIDENT_TRY(validate_display_options({size.width, size.height, size.depth, size.dpi}));
+  EVIDENT_TRY(validate_display_options(DisplayOptions::of(size.width, size.height, size.depth, size.dpi)));
   return size;
 }
 
@@ -160,7 +160,7 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   if (!impl_->options.clock) impl_->options.clock = &SystemClock::instance();
   DisplayManagerOptions dm;
   dm.runtime_dir = impl_->options.runtime_dir;
-  for (const auto& w : impl_->options.warm) dm.warm.push_back({w.width, w.height, w.depth, w.dpi});
+  for (const auto& w : impl_->options.warm) dm.warm.push_back(DisplayOptions::of(w.width, w.height, w.depth, w.dpi));
   if (impl_->options.on_warm_ready) {
     dm.on_warm_ready = [cb = impl_->options.on_warm_ready](const std::string& name,
                                                           const DisplayOptions& o) {

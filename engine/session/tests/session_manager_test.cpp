@@ -739,7 +739,9 @@ TEST_F(SessionTest, RecordedAppExitBetweenBatchesAtFreezeAndAfterFreeze) {
   for (const std::string& sid : {s1, s2}) {
     Json st = status(sid);
     std::int64_t seq = st["sequence"];
-    if (st["phase"] == "stage") ASSERT_EQ(code(simple("freeze", sid, seq++)), "ok");
+    if (st["phase"] == "stage") {
+      ASSERT_EQ(code(simple("freeze", sid, seq++)), "ok");
+    }
     Json o = observe(sid, seq++);
     ASSERT_EQ(code(o), "ok") << o.dump();
     Json f = finish(sid, seq, o["frame"]["sha256"]);

@@ -48,6 +48,17 @@ struct DisplayOptions {
   // an AT-SPI bus and at-spi2-registryd, started once the display is ready and stopped with it;
   // apps launched on it get the buses' addresses and accessibility switched on.
   bool accessibility = false;
+
+  // A display of this size and format, everything else at its default (so that callers name
+  // the four numbers without an aggregate initialiser that leaves the rest implicit).
+  static DisplayOptions of(int width, int height, int depth, int dpi) {
+    DisplayOptions o;
+    o.width = width;
+    o.height = height;
+    o.depth = depth;
+    o.dpi = dpi;
+    return o;
+  }
 };
 
 // Checks the protocol's ranges. Error: "display-args".
