@@ -68,7 +68,7 @@ Json ActionResult::to_json() const {
 ActionExecutor::ActionExecutor(ExecutorContext context) : ctx_(std::move(context)) {}
 
 ActionExecutor::~ActionExecutor() {
-  if (input_) {
+  if (input_ && !abandoned_) {
     std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
     // After a clean release check with no input since, a second check would only repeat it.
     if (!input_->released_clean()) (void)input_->release_all_checked();
@@ -112,6 +112,16 @@ AppPinger& ActionExecutor::pinger() {
 std::uint64_t ActionExecutor::input_event_count() {
   std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
   return input_->event_count();
+}
+
+void ActionExecutor::abandon() {
+  cancel();
+  if (pinger_) pinger_->abandon();
+  if (input_) {
+    std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
+    input_->abandon();
+  }
+  abandoned_ = true;
 }
 
 void ActionExecutor::cancel() {

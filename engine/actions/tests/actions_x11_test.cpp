@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "evident/capture/capture.h"
 #include "evident/core/fs.h"
 #include "evident/core/sha256.h"
+#include "evident/display/x11.h"
 #include "evident/testing/files.h"
 #include "evident/testing/fixture_log.h"
 #include "evident/testing/process.h"
@@ -706,6 +708,13 @@ TEST(ActionsX11, WaitSeparatesActionsOnTheServerClock) {
   EXPECT_LT(more[3]["time"].get<long>() - more[2]["time"].get<long>(), 200);
 }
 
+// [click at (100,100), type "a"] on a 640x480 display: the two actions of a verified type.
+Result<std::vector<Action>> click_then_type_a() {
+  return parse_actions(Json::array({Json{{"type", "click"}, {"x", 100}, {"y", 100}},
+                                    Json{{"type", "type"}, {"text", "a"}}}),
+                       BatchMode::kCuActions, CoordinateSpace::kPixel, 640, 480);
+}
+
 // A read-back `type` reads the app's state only after the app handled the input sent before
 // it (the _NET_WM_PING barrier, docs/accessibility.md "Verified type"): an app busy for 300 ms
 // when a click reaches it has handled that click when the read-back hook runs, and the pinged app
@@ -733,9 +742,7 @@ TEST(ActionsX11, ReadBackTypeWaitsUntilTheAppHandledTheInputBeforeIt) {
   };
   auto ex = ActionExecutor::create(ctx);
   ASSERT_TRUE(ex.ok()) << ex.error().message;
-  auto parsed = parse_actions(Json::array({Json{{"type", "click"}, {"x", 100}, {"y", 100}},
-                                            Json{{"type", "type"}, {"text", "a"}}}),
-                              BatchMode::kCuActions, CoordinateSpace::kPixel, 640, 480);
+  auto parsed = click_then_type_a();
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   const Action& click = (*parsed)[0];
   const Action& type = (*parsed)[1];
@@ -775,6 +782,70 @@ TEST(ActionsX11, ReadBackTypeWaitsUntilTheAppHandledTheInputBeforeIt) {
   ASSERT_EQ(seen_by_hook.size(), 2u);
   EXPECT_EQ(std::count(seen_by_hook[1].begin(), seen_by_hook[1].end(), "ping"), 3)
       << "pings: the first type's, the hung type's and this one's";
+}
+
+// The open socket fds of this process.
+std::set<int> open_sockets() {
+  std::set<int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) out.insert(std::stoi(e.path().filename().string()));
+  }
+  return out;
+}
+
+// A connection whose I/O error (its server killed) is survived: marked dead, no exit.
+::Display* survivable(::Display* d) {
+  if (d) XSetIOErrorExitHandler(d, [](::Display*, void*) {}, nullptr);
+  return d;
+}
+
+// A session whose display went away under it (docs/reliability.md, "Sessions whose display goes
+// away"): the executor is abandoned, then freed. Its destructor sends nothing (the main
+// connection's server is dead; a request on it would end this process through Xlib's default
+// I/O exit), and the ping barrier's own connection is closed, not leaked with the executor.
+TEST(ActionsX11, AnAbandonedExecutorClosesItsOwnConnectionAndSendsNothing) {
+  testing::Xvfb xvfb("640x480x24");
+  ensure_xlib_initialized();
+  // Never closed (its server is killed below): kept reachable for LeakSanitizer.
+  static ::Display* dpy = nullptr;
+  dpy = xvfb.open();  // Xlib's default I/O exit: a request after the kill ends this process
+  ASSERT_NE(dpy, nullptr);
+  std::mutex mu;
+  ExecutorContext ctx;
+  ctx.dpy = dpy;
+  ctx.dpy_mutex = &mu;
+  ctx.width = 640;
+  ctx.height = 480;
+  ctx.open_aux = [&xvfb] { return survivable(xvfb.open()); };
+  ctx.type_readback = [](const std::string&) {
+    return TypeReadbackStart{nullptr, "not verified: the test's hook"};
+  };
+  auto ex = ActionExecutor::create(ctx);
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  auto parsed = click_then_type_a();
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  std::set<int> opened;
+  {
+    testing::PingApp app(xvfb.open(), 0, 0, 300, 300);
+    EXPECT_EQ((*ex)->execute((*parsed)[0], 0).status, ActionStatus::kInjected);
+    const std::set<int> before = open_sockets();
+    // The barrier pings through the executor's own connection, opened now.
+    EXPECT_EQ((*ex)->execute((*parsed)[1], 1).status, ActionStatus::kInjected);
+    for (int fd : open_sockets()) {
+      if (!before.count(fd)) opened.insert(fd);
+    }
+  }
+  ASSERT_FALSE(opened.empty()) << "the ping barrier opened no connection";
+  // The server dies with a key or button possibly held: nothing of the executor may talk to it.
+  ASSERT_EQ(::kill(xvfb.pid(), SIGKILL), 0);
+  ASSERT_TRUE(testing::wait_pid_gone(xvfb.pid(), 10000));
+  (*ex)->abandon();
+  EXPECT_EQ((*ex)->execute((*parsed)[0], 2).status, ActionStatus::kFailed) << "an abandoned executor sent input";
+  ex->reset();
+  const std::set<int> after = open_sockets();
+  for (int fd : opened) EXPECT_FALSE(after.count(fd)) << "fd " << fd << " of the executor is still open";
 }
 
 }  // namespace

@@ -71,6 +71,11 @@ AppPinger::~AppPinger() {
   if (dpy_) close_x_connection(dpy_);
 }
 
+void AppPinger::abandon() {
+  abandon_x_connection(dpy_);
+  dpy_ = nullptr;
+}
+
 AppPingOutcome AppPinger::ping_focused_app(std::int64_t deadline_us) {
   ::Display* dpy = dpy_;
   if (!dpy || x_connection_dead(dpy)) return AppPingOutcome::kFailed;

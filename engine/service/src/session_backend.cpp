@@ -20,11 +20,12 @@ class DisplayLease final : public SessionLease {
     video_.reset();  // a recording never stopped ends with its session (its file stays, unbound)
     // The executor's destructor releases anything still held before the lock goes. If the
     // display was destroyed meanwhile, the connection it would use is gone (and the server with
-    // it, so nothing is held): the executor is then dropped without touching X.
+    // it, so nothing is held): the executor is abandoned first, and freed without touching X.
     if (auto in_use = use()) {
       executor_.reset();
-    } else {
-      (void)executor_.release();  // deliberately leaked: its destructor would use freed X state
+    } else if (executor_) {
+      executor_->abandon();
+      executor_.reset();
     }
     d_->release_session(owner_);
   }

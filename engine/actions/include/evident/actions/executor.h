@@ -104,6 +104,12 @@ class ActionExecutor {
   void set_settle_tracking(bool on) { track_settle_ = on; }
   // Interrupts wait/hold_key in progress (they end early, hold_key releases); for cancel paths.
   void cancel();
+  // The display is gone (destroyed, or its server dead): from now on this executor sends
+  // nothing, and its destructor touches no X. The input device is abandoned (held input went
+  // with the server), and the executor's own connection (the ping barrier's) is closed without a
+  // request. So a session whose display went away under it frees its executor, threads and fds
+  // included, instead of leaking it (docs/reliability.md).
+  void abandon();
 
   const ExecutorContext& context() const { return ctx_; }
 
@@ -123,6 +129,7 @@ class ActionExecutor {
   std::mutex cancel_mu_;
   std::condition_variable cancel_cv_;
   bool cancelled_ = false;
+  bool abandoned_ = false;
 };
 
 }  // namespace evident

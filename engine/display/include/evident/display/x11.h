@@ -23,6 +23,12 @@ Result<::Display*> open_x_connection(const std::string& name, const Cookie& cook
 // Closes a connection opened by open_x_connection and forgets its bookkeeping.
 void close_x_connection(::Display* dpy);
 
+// The server is gone (or going) and `dpy` must see no further request: its socket is closed
+// without a word to the server and its bookkeeping forgotten; the Display structure (a few KB)
+// is leaked, as close_x_connection does for a dead connection. For any connection, opened by
+// open_x_connection or not.
+void abandon_x_connection(::Display* dpy);
+
 // True once an I/O error was seen on `dpy` (the server went away), through Xlib or XCB.
 // After that, make no further Xlib calls on `dpy` except close_x_connection: some extension
 // libraries (XTest) crash on a broken connection.

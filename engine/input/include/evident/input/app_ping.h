@@ -36,6 +36,10 @@ class AppPinger {
   // Waits for the echo until `deadline_us` (steady_us()).
   AppPingOutcome ping_focused_app(std::int64_t deadline_us);
 
+  // The display is gone: the connection is closed without a request (abandon_x_connection);
+  // every later ping is kFailed.
+  void abandon();
+
  private:
   ::Display* dpy_ = nullptr;
 };
