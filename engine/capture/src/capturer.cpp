@@ -397,9 +397,12 @@ Result<std::unique_ptr<Capturer>> Capturer::create(::Display* dpy, const Capture
     // A refused segment is not fatal: GetImage still works, only slower.
     (void)capturer->init_shm(options.shm);
   }
-  // Prove the display can be read at all before handing the capturer out.
-  auto probe = capturer->grab_region(0, 0, 1, 1);
-  if (!probe.ok()) return unavailable("the root window cannot be read: " + probe.error().message);
+  // Prove the display can be read at all before handing the capturer out (unless the caller
+  // reads a whole frame next).
+  if (options.probe) {
+    auto probe = capturer->grab_region(0, 0, 1, 1);
+    if (!probe.ok()) return unavailable("the root window cannot be read: " + probe.error().message);
+  }
   return std::unique_ptr<Capturer>(std::move(capturer));
 }
 

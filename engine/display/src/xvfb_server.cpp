@@ -2,11 +2,13 @@
 #include "evident/display/display.h"
 
 #include <X11/XKBlib.h>
+#include <X11/Xlib-xcb.h>
 #include <X11/Xlib.h>
-#include <X11/extensions/XShm.h>
-#include <X11/extensions/XTest.h>
-#include <X11/extensions/Xdamage.h>
 #include <poll.h>
+#include <xcb/xcb.h>
+
+#include <cstdlib>
+#include <cstring>
 
 // Xlib defines Status as a macro (int); ours is evident::Status.
 #undef Status
@@ -136,27 +138,45 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
 Status DisplayManager::make_ready(OwnedDisplay& d, std::shared_ptr<void> prepared) {
   std::lock_guard lock(d.x_mutex_);
   ::Display* dpy = d.dpy_.load();
-  int ev = 0, err = 0, major = 0, minor = 0;
-  if (!XTestQueryExtension(dpy, &ev, &err, &major, &minor)) {
-    return make_error("display-not-ready", "the X server lacks XTEST");
+  // One round trip for every check: the extensions' presence and the keymap are asked together
+  // on the connection's XCB side and their replies read after (each Xlib call would be a round
+  // trip of its own; an extension's client library is initialised by its first real user).
+  xcb_connection_t* c = XGetXCBConnection(dpy);
+  if (c == nullptr || xcb_connection_has_error(c) != 0) {
+    return make_error("display-not-ready", "the X connection broke");
   }
-  if (!XShmQueryExtension(dpy)) return make_error("display-not-ready", "the X server lacks MIT-SHM");
-  if (!XDamageQueryExtension(dpy, &ev, &err)) {
-    return make_error("display-not-ready", "the X server lacks DAMAGE");
+  const char* const needed[] = {"XTEST", "MIT-SHM", "DAMAGE"};
+  xcb_query_extension_cookie_t ext[3];
+  for (int i = 0; i < 3; ++i) {
+    ext[i] = xcb_query_extension(c, static_cast<std::uint16_t>(std::strlen(needed[i])), needed[i]);
   }
-  // Xvfb compiles its keymap (xkbcomp) at start-up: input must not race it.
-  XkbStateRec state{};
-  if (XkbGetState(dpy, XkbUseCoreKbd, &state) != Success) {
+  const xcb_setup_t* setup = xcb_get_setup(c);
+  const xcb_get_keyboard_mapping_cookie_t keymap_cookie = xcb_get_keyboard_mapping(
+      c, setup->min_keycode, static_cast<std::uint8_t>(setup->max_keycode - setup->min_keycode + 1));
+  bool present[3] = {false, false, false};
+  for (int i = 0; i < 3; ++i) {
+    xcb_query_extension_reply_t* r = xcb_query_extension_reply(c, ext[i], nullptr);
+    present[i] = r != nullptr && r->present != 0;
+    std::free(r);
+  }
+  xcb_get_keyboard_mapping_reply_t* keymap = xcb_get_keyboard_mapping_reply(c, keymap_cookie, nullptr);
+  bool any_key = false;
+  if (keymap != nullptr) {
+    const xcb_keysym_t* syms = xcb_get_keyboard_mapping_keysyms(keymap);
+    const int n = xcb_get_keyboard_mapping_keysyms_length(keymap);
+    for (int i = 0; i < n && !any_key; ++i) any_key = syms[i] != XCB_NO_SYMBOL;
+    std::free(keymap);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!present[i]) return make_error("display-not-ready", std::string("the X server lacks ") + needed[i]);
+  }
+  // XKB: Xlib enabled it when the connection opened (its answer is kept; no request here).
+  int xkb_opcode = 0, xkb_ev = 0, xkb_err = 0, xkb_major = XkbMajorVersion, xkb_minor = XkbMinorVersion;
+  if (!XkbQueryExtension(dpy, &xkb_opcode, &xkb_ev, &xkb_err, &xkb_major, &xkb_minor)) {
     return make_error("display-not-ready", "the keyboard state (XKB) is not available");
   }
-  int min_kc = 0, max_kc = 0;
-  XDisplayKeycodes(dpy, &min_kc, &max_kc);
-  int per = 0;
-  KeySym* syms = XGetKeyboardMapping(dpy, static_cast<KeyCode>(min_kc), max_kc - min_kc + 1, &per);
-  bool any = false;
-  for (int i = 0; syms && i < (max_kc - min_kc + 1) * per; ++i) any = any || syms[i] != NoSymbol;
-  if (syms) XFree(syms);
-  if (!any) return make_error("display-not-ready", "the keymap is empty");
+  // Xvfb compiles its keymap (xkbcomp) at start-up: input must not race it.
+  if (!any_key) return make_error("display-not-ready", "the keymap is empty");
 
   const int screen = DefaultScreen(dpy);
   if (DisplayWidth(dpy, screen) != d.info_.width || DisplayHeight(dpy, screen) != d.info_.height) {

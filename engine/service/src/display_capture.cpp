@@ -28,12 +28,15 @@ class CaptureReadiness final : public DisplayReadiness {
                                                    std::shared_ptr<void> prepared) override {
     CaptureOptions capture_options;
     capture_options.shm = static_cast<ShmSegment*>(prepared.get());
+    capture_options.probe = false;  // the first frame, below, is the proof
     auto capturer = Capturer::create(dpy, capture_options);
     if (!capturer.ok()) return capturer.error();
     // The first frame: the whole framebuffer read into the capturer's own buffer (its MIT-SHM
     // segment: the path every later frame takes). Converting it to RGB (grab) would prove
     // nothing more about the display and cost as much again: fresh pages fault at ~5 us each.
-    if (auto st = (*capturer)->fetch_frame(); !st.ok()) return st.error();
+    if (auto st = (*capturer)->fetch_frame(); !st.ok()) {
+      return make_error("capture-unavailable", "the root window cannot be read: " + st.error().message);
+    }
     auto watcher = ChangeWatcher::create(dpy);
     if (!watcher.ok()) return watcher.error();
     auto ext = std::make_unique<CaptureExtension>();

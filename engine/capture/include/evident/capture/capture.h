@@ -94,6 +94,10 @@ struct CaptureOptions {
   // A prepared segment to use for MIT-SHM when it is large enough (it is then taken: moved from);
   // otherwise the capturer makes its own and leaves this one alone.
   ShmSegment* shm = nullptr;
+  // create() reads one pixel before it hands the capturer out, proving the display can be read.
+  // false: the caller proves it itself with a whole frame right away (fetch_frame(), as a
+  // display's readiness does), and the one-pixel read would only cost a round trip.
+  bool probe = true;
 };
 
 // Grabs the root window of an X connection. The caller owns `dpy`, keeps it open for the
