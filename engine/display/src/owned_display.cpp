@@ -3,6 +3,7 @@
 
 #include <X11/Xlib-xcb.h>
 #include <X11/Xlib.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <xcb/xcb.h>
 
@@ -26,7 +27,12 @@ bool OwnedDisplay::alive() {
   if (destroyed_.load()) return false;
   if (!xvfb_ || xvfb_->gone()) return false;
   ::Display* dpy = dpy_.load();
-  return dpy != nullptr && !x_connection_dead(dpy);
+  if (dpy == nullptr || x_connection_dead(dpy)) return false;
+  // An exiting server closes its clients' sockets before its exit is waitable or its pidfd
+  // readable, and this connection, its first client, first: so an app that died of that close
+  // is never seen dead while its display still looks alive (docs/reliability.md).
+  pollfd p{ConnectionNumber(dpy), POLLRDHUP, 0};
+  return !(::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
 }
 
 bool OwnedDisplay::try_acquire_session(const std::string& owner) {
