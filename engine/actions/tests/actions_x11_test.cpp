@@ -801,8 +801,8 @@ std::set<int> open_sockets() {
   return d;
 }
 
-// A session whose display went away under it (docs/reliability.md, "Sessions whose display goes
-// away"): the executor is abandoned, then freed. Its destructor sends nothing (the main
+// A session whose display went away under it (docs/reliability.md, "Display lifetime and
+// batches in flight"): the executor is abandoned, then freed. Its destructor sends nothing (the main
 // connection's server is dead; a request on it would end this process through Xlib's default
 // I/O exit), and the ping barrier's own connection is closed, not leaked with the executor.
 TEST(ActionsX11, AnAbandonedExecutorClosesItsOwnConnectionAndSendsNothing) {

@@ -25,7 +25,7 @@ void close_x_connection(::Display* dpy);
 
 // The server is gone (or going) and `dpy` must see no further request: its socket is closed
 // without a word to the server and its bookkeeping forgotten; the Display structure (a few KB)
-// is leaked, as close_x_connection does for a dead connection. For any connection, opened by
+// is kept, reachable and never freed, as close_x_connection does for a dead connection. For any connection, opened by
 // open_x_connection or not.
 void abandon_x_connection(::Display* dpy);
 
