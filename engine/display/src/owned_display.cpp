@@ -23,8 +23,9 @@ using namespace display_detail;
 
 OwnedDisplay::~OwnedDisplay() { teardown(); }
 
-bool OwnedDisplay::alive() {
-  if (destroyed_.load()) return false;
+bool OwnedDisplay::alive() { return !destroyed_.load() && server_running(); }
+
+bool OwnedDisplay::server_running() {
   if (!xvfb_ || xvfb_->gone()) return false;
   ::Display* dpy = dpy_.load();
   if (dpy == nullptr || x_connection_dead(dpy)) return false;
@@ -112,9 +113,10 @@ void OwnedDisplay::teardown() {
   // Its thread and connections end before the server does (a holder of the pointer only gets
   // sync() == false from now on).
   if (keeper) keeper->stop();
-  // A server that already exited: force the connection into its error state without Xlib
-  // (shut the socket, let XCB see EOF), so that nothing below makes an Xlib call on it.
-  if (::Display* dead = dpy_.load(); dead && xvfb_ && xvfb_->exited() && !x_connection_dead(dead)) {
+  // A server that exited or shut this connection (server_running(), the test alive() uses):
+  // force the connection into its error state without Xlib (shut the socket, let XCB see EOF),
+  // so that nothing below makes an Xlib call on it.
+  if (::Display* dead = dpy_.load(); dead && !server_running() && !x_connection_dead(dead)) {
     ::shutdown(ConnectionNumber(dead), SHUT_RDWR);
     if (xcb_connection_t* c = XGetXCBConnection(dead)) {
       std::free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), nullptr));

@@ -69,7 +69,8 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
     out.layers.push_back(l);
   }
   // target_display first: when our Xvfb is gone, the persistent connection must not be used.
-  const bool running = d.xvfb_ && !d.xvfb_->exited();
+  // The same test as alive(): a status taken after alive() said false never says running.
+  const bool running = d.server_running();
   StatusLayer target{"target_display", "ready", "", ""};
   {
     bool current = false;
@@ -78,10 +79,11 @@ Result<DisplayStatus> DisplayManager::status(int id, const std::string& generati
       auto it = displays_.find(id);
       current = it != displays_.end() && it->second.get() == &d && !d.destroyed_.load();
     }
-    if (!running) {
-      target = {"target_display", "blocked", "the Xvfb process has exited", recreate};
-    } else if (!current) {
+    if (!current) {
       target = {"target_display", "blocked", "the display was destroyed", "create a new display"};
+    } else if (!running) {
+      target = {"target_display", "blocked", "the Xvfb process has exited or shut its connections",
+                recreate};
     } else {
       target.detail = "Xvfb pid " + std::to_string(d.info_.xvfb_pid) + " running, generation current";
     }

@@ -243,6 +243,43 @@ TEST_F(DisplayTest, DeadServerIsReportedNotReady) {
   EXPECT_EQ(mgr_->get_live(info.id, info.generation).error().code, "display-not-found");
 }
 
+// alive() and status() take the server's life from one test (OwnedDisplay::server_running).
+// An exiting Xvfb shuts its clients' connections before its exit is waitable, so alive() can
+// say dead while the process still runs; status() then said the target display was "ready"
+// (a campaign run of DeadServerIsReportedNotReady saw it). Here the server shuts the display's
+// connection and stays up (XKillClient from a second client), which holds that window open:
+// every view of the display must call it dead, and destroy must end it without an Xlib call on
+// the shut connection.
+TEST_F(DisplayTest, ServerThatShutTheDisplaysConnectionIsDeadInEveryView) {
+  auto d = mgr_->create(DisplayOptions::of(320, 240, 24, 96));
+  ASSERT_TRUE(d.ok());
+  const DisplayInfo info = (*d)->info();
+  ::Pixmap marker = 0;  // a resource of the display's own connection, to name it to the server
+  {
+    std::lock_guard lock((*d)->x_mutex());
+    ::Display* dpy = (*d)->dpy();
+    marker = XCreatePixmap(dpy, DefaultRootWindow(dpy), 1, 1, 24);
+    XSync(dpy, False);
+  }
+  auto other = (*d)->open_connection();
+  ASSERT_TRUE(other.ok());
+  XKillClient(*other, marker);
+  XSync(*other, False);
+  close_x_connection(*other);
+  EXPECT_TRUE(wait_until([&] { return !(*d)->alive(); }, 5000));
+  EXPECT_EQ(::kill(info.xvfb_pid, 0), 0) << "Xvfb itself still runs";
+  auto st = mgr_->status(info.id, info.generation);
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st->ready);
+  EXPECT_EQ(st->layers.back().name, "target_display");
+  EXPECT_EQ(st->layers.back().state, "blocked");
+  EXPECT_EQ(st->layers.back().detail, "the Xvfb process has exited or shut its connections");
+  EXPECT_EQ(mgr_->get_live(info.id, info.generation).error().code, "display-dead");
+  EXPECT_EQ(mgr_->launch_app(info.id, info.generation, {"true"}, 0).error().code, "display-dead");
+  EXPECT_TRUE(mgr_->destroy(info.id, info.generation).ok());
+  EXPECT_TRUE(wait_until([&] { return ::kill(info.xvfb_pid, 0) != 0; }, 5000));
+}
+
 TEST_F(DisplayTest, BadOptionsAreRefusedBeforeAnythingStarts) {
   EXPECT_EQ(mgr_->create(DisplayOptions::of(1, 240, 24, 96)).error().code, "display-args");
   EXPECT_TRUE(mgr_->list().empty());

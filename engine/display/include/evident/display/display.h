@@ -164,9 +164,13 @@ class OwnedDisplay {
   OwnedDisplay& operator=(const OwnedDisplay&) = delete;
 
   const DisplayInfo& info() const { return info_; }
-  // Xvfb is running, the display was not destroyed, and its connection saw no I/O error.
-  // Lock-free: may be called with or without x_mutex() held.
+  // The display was not destroyed and server_running(). Lock-free: may be called with or
+  // without x_mutex() held.
   bool alive();
+  // The display's Xvfb is running: its process has not exited (its pidfd included) and it has
+  // not shut the display's connection (no I/O error, no hang-up). The one test of the server's
+  // life: alive() and status() both use it, so they never disagree. Lock-free.
+  bool server_running();
   // The persistent connection; nullptr after destroy. Hold x_mutex().
   ::Display* dpy() { return dpy_.load(); }
   std::mutex& x_mutex() { return x_mutex_; }
