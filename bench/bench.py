@@ -171,8 +171,105 @@ def xlib():
         lib.XGetImage.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_int,
                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_ulong, ctypes.c_int]
         lib.XDestroyImage.argtypes = [ctypes.c_void_p]
+        lib.XFree.argtypes = [ctypes.c_void_p]
+        lib.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.XDefaultScreen.argtypes = [ctypes.c_void_p]
+        lib.XDefaultVisual.restype = ctypes.c_void_p
+        lib.XDefaultVisual.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.XDefaultDepth.argtypes = [ctypes.c_void_p, ctypes.c_int]
         _xlib = lib
     return _xlib
+
+
+class XShmSegmentInfo(ctypes.Structure):
+    _fields_ = [("shmseg", ctypes.c_ulong), ("shmid", ctypes.c_int),
+                ("shmaddr", ctypes.c_void_p), ("readOnly", ctypes.c_int)]
+
+
+_shm = None
+
+
+def shm_libs():
+    """libc's System V shared memory calls and libXext's MIT-SHM client calls (ctypes)."""
+    global _shm
+    if _shm is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmget.restype = ctypes.c_int
+        libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+        libc.shmat.restype = ctypes.c_void_p
+        libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+        libc.shmdt.argtypes = [ctypes.c_void_p]
+        libc.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        xext = ctypes.CDLL("libXext.so.6")
+        info = ctypes.POINTER(XShmSegmentInfo)
+        xext.XShmQueryExtension.argtypes = [ctypes.c_void_p]
+        xext.XShmCreateImage.restype = ctypes.c_void_p
+        xext.XShmCreateImage.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
+                                         ctypes.c_int, ctypes.c_void_p, info, ctypes.c_uint,
+                                         ctypes.c_uint]
+        xext.XShmAttach.argtypes = [ctypes.c_void_p, info]
+        xext.XShmDetach.argtypes = [ctypes.c_void_p, info]
+        xext.XShmGetImage.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p,
+                                      ctypes.c_int, ctypes.c_int, ctypes.c_ulong]
+        _shm = (libc, xext)
+    return _shm
+
+
+class ShmFrame:
+    """One full frame of the root window read through MIT-SHM into a fresh System V segment,
+    the way evident's capturer reads frames (evident/capture): the raw floor of a display that
+    is ready *including its first frame*. The segment and image live until close()."""
+
+    def __init__(self, dpy, width, height):
+        lib = xlib()
+        libc, xext = shm_libs()
+        self.dpy, self.img, self.attached = dpy, None, False
+        self.info = XShmSegmentInfo(shmid=-1)
+        try:
+            self._read(lib, libc, xext, width, height)
+        except BenchError:
+            self.close()
+            raise
+
+    def _read(self, lib, libc, xext, width, height):
+        dpy = self.dpy
+        if not xext.XShmQueryExtension(dpy):
+            raise BenchError("the server has no MIT-SHM")
+        scr = lib.XDefaultScreen(dpy)
+        self.img = xext.XShmCreateImage(dpy, lib.XDefaultVisual(dpy, scr),
+                                        lib.XDefaultDepth(dpy, scr), 2,  # ZPixmap
+                                        None, ctypes.byref(self.info), width, height)
+        if not self.img:
+            raise BenchError("XShmCreateImage failed")
+        size = width * height * 4  # depth 24 is 32 bits per pixel on Xvfb
+        self.info.shmid = libc.shmget(0, size, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT | 0600
+        if self.info.shmid < 0:
+            raise BenchError("shmget failed")
+        addr = libc.shmat(self.info.shmid, None, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise BenchError("shmat failed")
+        self.info.shmaddr = addr
+        # XImage.data (char *) follows four ints: width, height, xoffset, format
+        ctypes.c_void_p.from_address(self.img + 16).value = addr
+        if not xext.XShmAttach(dpy, ctypes.byref(self.info)):
+            raise BenchError("XShmAttach failed")
+        self.attached = True
+        if not xext.XShmGetImage(dpy, lib.XDefaultRootWindow(dpy), self.img, 0, 0, 0xFFFFFFFF):
+            raise BenchError("XShmGetImage failed")
+
+    def close(self):
+        lib = xlib()
+        libc, xext = shm_libs()
+        if self.attached:
+            xext.XShmDetach(self.dpy, ctypes.byref(self.info))
+            lib.XSync(self.dpy, 0)
+        if self.img:
+            # XFree, not XDestroyImage: the image's data and obdata are ours
+            lib.XFree(self.img)
+        if self.info.shmaddr:
+            libc.shmdt(self.info.shmaddr)
+        if self.info.shmid >= 0:
+            libc.shmctl(self.info.shmid, 0, None)  # IPC_RMID
 
 
 class XServer:
@@ -183,8 +280,11 @@ class XServer:
         self.proc = None
         self.name = None
         self.dpy = None
+        self.shm_frame = None
 
     def start(self, timeout=15.0, first_frame=False):
+        """first_frame: False (connected is ready), "xgetimage" (+ one full XGetImage through
+        the socket) or "shm" (+ one full frame through MIT-SHM into a fresh segment)."""
         rfd, wfd = os.pipe()
         try:
             self.proc = self.h.spawn(
@@ -210,7 +310,9 @@ class XServer:
         lib = xlib()
         self.dpy = wait_until(lambda: lib.XOpenDisplay(self.name.encode()), timeout,
                               "a client connection to " + self.name, poll=0.0005)
-        if first_frame:
+        if first_frame == "shm":
+            self.shm_frame = ShmFrame(self.dpy, self.width, self.height)
+        elif first_frame == "xgetimage":
             img = lib.XGetImage(self.dpy, lib.XDefaultRootWindow(self.dpy), 0, 0,
                                 self.width, self.height, 0xFFFFFFFF, 2)
             if not img:
@@ -225,6 +327,9 @@ class XServer:
         return e
 
     def stop(self):
+        if self.shm_frame:
+            self.shm_frame.close()
+            self.shm_frame = None
         if self.dpy:
             xlib().XCloseDisplay(self.dpy)
             self.dpy = None
@@ -532,9 +637,9 @@ def ratio_permille(a, b):
 
 # --- row 1: display create -> ready ---------------------------------------------------------
 
-def raw_round(h, n, raw, raw_ff):
+def raw_round(h, n, raw, raw_ff, raw_shm):
     for _ in range(n):
-        for first_frame, out in ((False, raw), (True, raw_ff)):
+        for first_frame, out in ((False, raw), ("xgetimage", raw_ff), ("shm", raw_shm)):
             s = XServer(h)
             try:
                 t0 = now_ns()
@@ -547,7 +652,7 @@ def raw_round(h, n, raw, raw_ff):
 
 
 def row_display(h, ev, n):
-    raw, raw_ff, pvd, xr = [], [], [], []
+    raw, raw_ff, raw_shm, pvd, xr = [], [], [], [], []
     raw_ok = True
     # Raw Xvfb (the reference) and evident's in-process create alternate in rounds, so a load
     # swing on this shared machine hits both sides alike.
@@ -555,14 +660,14 @@ def row_display(h, ev, n):
     per = max(1, n // rounds)
     inproc, inproc_err, inproc_ok = [], None, True
     for _ in range(rounds):
-        raw_round(h, per, raw, raw_ff)
+        raw_round(h, per, raw, raw_ff, raw_shm)
         if inproc_err is None:
             doc, inproc_err = ev.inproc(h, "display", per)
             if doc is not None:
                 inproc += [us * 1000 for us in doc["samples_us"]]
                 inproc_ok = inproc_ok and doc["check"]["ok"]
                 inproc_detail = doc["check"]["detail"]
-    raw_ok = len(raw) == rounds * per and len(raw_ff) == rounds * per
+    raw_ok = all(len(x) == rounds * per for x in (raw, raw_ff, raw_shm))
     pvd_ok, pvd_detail = True, "client connected after start()"
     try:
         from pyvirtualdisplay import Display
@@ -594,6 +699,8 @@ def row_display(h, ev, n):
         peer("xvfb_displayfd", raw, raw_ok, "spawn until a client connected"),
         peer("xvfb_displayfd_first_frame", raw_ff, raw_ok,
              "spawn until connected + one 1920x1080 XGetImage"),
+        peer("xvfb_displayfd_first_frame_shm", raw_shm, raw_ok,
+             "spawn until connected + one 1920x1080 frame through MIT-SHM (fresh segment)"),
         peer("pyvirtualdisplay", pvd, pvd_ok, pvd_detail),
         peer("xvfb_run_true", xr, xr_ok, "xvfb-run -a true exit status 0"),
     ]
@@ -626,13 +733,29 @@ def row_display(h, ev, n):
     else:
         evr["warm_lease_median_us"] = None
         evr["warm_lease"] = {"unavailable": warm_err or "no samples"}
+    # The target (../shared/design/performance.md): "<= 1.15x raw Xvfb spawn->ready including
+    # first frame". Both sides include one: evident's create returns after its first frame, and
+    # the reference is raw Xvfb spawn -> connected -> one full frame through MIT-SHM, as evident
+    # reads it. The ratio to the bare spawn (no frame) is reported next to it, not judged: the
+    # first frame's cost is Xvfb's page faults on a fresh segment, which follow the VM's hour
+    # (docs/performance.md, "display_create: which reference").
+    spawn = next((p for p in peers if p["name"] == "xvfb_displayfd"), None)
+    if evr.get("available") and evr.get("median_us") is not None and spawn:
+        evr["vs_spawn_only"] = {"reference": "xvfb_displayfd",
+                                "ratio_permille": ratio_permille(evr["median_us"],
+                                                                 spawn["median_us"]),
+                                "judged": False}
+        if "check" in evr:
+            evr["check"]["detail"] += "; %d.%03dx the bare spawn (no frame; reported, not judged)" % (
+                divmod(evr["vs_spawn_only"]["ratio_permille"], 1000))
     return make_row(
         "display_create", "display create -> ready (1920x1080)",
-        "<= 1.15x raw Xvfb -displayfd spawn->ready (evident includes its first frame)",
-        peers, evr, "xvfb_displayfd",
+        "<= 1.15x raw Xvfb spawn->ready including first frame (both sides: -displayfd spawn, "
+        "connected, one full frame through MIT-SHM)",
+        peers, evr, "xvfb_displayfd_first_frame_shm",
         lambda e, p: (p is not None and e["median_us"] <= 1.15 * p["median_us"],
                       ratio_permille(e["median_us"], p and p["median_us"]),
-                      "ratio vs raw Xvfb spawn->ready"))
+                      "ratio vs raw Xvfb spawn->ready + its first frame (MIT-SHM)"))
 
 
 def evident_display(h, ev, n):

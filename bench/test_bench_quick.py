@@ -79,6 +79,14 @@ def test_quick_mode_json_shape_and_delivery(tmp_path):
     assert inproc["tool"]["raw_clicks"] == inproc["runs"], inproc
     assert inproc["vs_raw_click"]["raw_click_median_us"] == inproc["tool"]["raw_click_median_us"]
     assert click["cpu_placement"].startswith("every process of the row on CPU "), click
+    # display_create is judged against raw Xvfb that also read its first frame (through MIT-SHM,
+    # as evident does); the ratio to the bare spawn is kept beside it (docs/performance.md,
+    # "display_create: which reference")
+    disp = next(r for r in doc["rows"] if r["id"] == "display_create")
+    assert disp["reference_peer"] == "xvfb_displayfd_first_frame_shm", disp["reference_peer"]
+    shm = next(p for p in disp["peers"] if p["name"] == disp["reference_peer"])
+    assert shm["runs"] > 0 and shm["median_us"] > 0, shm
+    assert disp["evident"]["vs_spawn_only"]["ratio_permille"] > 0, disp["evident"]
     # the soak's figures were read from the daemon's /proc entry, after the warm-up and the end
     soak = next(r for r in doc["rows"] if r["id"] == "daemon_soak")["evident"]
     assert soak["warm"]["fds"] > 0 and soak["end"]["rss_kib"] > 0, soak
