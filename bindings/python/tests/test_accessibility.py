@@ -11,6 +11,7 @@ import os
 import re
 import select
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -413,3 +414,71 @@ def test_chromium_page_tree(engine, tmp_path):
         assert after.find(role="entry", name="plain").value == "web text"
         assert after.find(role="password text", name="secret").value is None
         assert SECRET not in json.dumps(after.raw)
+
+
+def _registry_calls(address):
+    """dbus-monitor on the display's AT-SPI bus, watching RegisterEvent calls to the registry
+    and this test's marker signal; returns once it is monitoring."""
+    mon = subprocess.Popen(
+        ["dbus-monitor", "--address", address,
+         "type='method_call',interface='org.a11y.atspi.Registry',member='RegisterEvent'",
+         "type='signal',interface='evident.test',member='Marker'"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert "NameAcquired" in mon.stdout.readline()  # it is on the bus and monitoring
+    return mon
+
+
+def _calls_until_marker(mon, address, n):
+    """The RegisterEvent lines the monitor saw before marker `n`, which is sent now: the bus
+    routes every message in order, so a call made before the marker is printed before it."""
+    subprocess.run(["dbus-send", "--address=" + address, "--type=signal", "/evident/test",
+                    "evident.test.Marker", "int32:%d" % n], check=True, timeout=10)
+    seen = []
+    for line in mon.stdout:
+        if "member=Marker" in line:
+            return seen
+        if "member=RegisterEvent" in line:
+            seen.append(line)
+    raise AssertionError("dbus-monitor ended before the marker")
+
+
+def test_verified_type_into_a_focused_password_field_registers_no_listener(engine):
+    """Chromium 156's browser process crashed (SIGSEGV) when keys went into a focused password
+    field while an AT-SPI listener was registered or being withdrawn (docs/accessibility.md,
+    "Verified type": one run in five of test_chromium_page_tree, every run when the listener
+    stayed registered). The read-back registers its focus listener only when a walk finds no
+    focused widget, so a `type` into a password field that already has the focus tells the
+    registry nothing; one into a plain field still registers for its text changes (verified)."""
+    with engine.create_display(width=500, height=440, accessibility=True) as display, \
+            display.browser(PAGE, viewport=(480, 400)) as browser:
+        def page_tree():
+            t = display.accessibility(browser.app)
+            return t if t.find(role="push button", name="Go") is not None else None
+        tree = evident.wait_for(page_tree, 20, "the page's accessibility tree")
+        plain = tree.find(role="entry", name="plain")
+        password = tree.find(role="password text", name="secret")
+        # the display's AT-SPI bus, as the engine publishes it on the root window
+        prop = subprocess.run(["xprop", "-root", "AT_SPI_BUS"], env={**os.environ, **display.env()},
+                              capture_output=True, text=True, timeout=10, check=True).stdout
+        address = re.fullmatch(r'AT_SPI_BUS\(STRING\) = "(unix:[^"]+)"\n', prop).group(1)
+        display.actions([a.click(*password.center)]).check()
+        evident.wait_for(lambda: display.accessibility(browser.app).find(
+            role="password text", name="secret", state="focused"), 20, "the password field's focus")
+        mon = _registry_calls(address)
+        try:
+            typed = display.actions([a.type(SECRET)]).check().results[0]
+            assert typed.status == "injected" and "a password field is never read" in typed.detail
+            assert _calls_until_marker(mon, address, 1) == []
+            display.actions([a.click(*plain.center)]).check()
+            evident.wait_for(lambda: display.accessibility(browser.app).find(
+                role="entry", name="plain", state="focused"), 20, "the plain field's focus")
+            verified = display.actions([a.type("web text")]).check().results[0]
+            assert verified.status == "ok", verified.detail
+            calls = _calls_until_marker(mon, address, 2)
+            assert calls, "the plain field's read-back registered for its text changes"
+        finally:
+            mon.terminate()
+            mon.wait(10)
+            mon.stdout.close()
+        assert browser.app.alive
+        assert browser.evaluate("document.querySelector('input[type=password]').value") == SECRET

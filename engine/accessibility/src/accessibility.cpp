@@ -879,14 +879,15 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
   // bounds, no values) for the nodes with the `focused` state. A toolkit can answer the X
   // barrier before it has handled the input that focuses a widget (GTK 3 keeps reading X events,
   // and answers _NET_WM_PING, while it holds their delivery for a frame), and answers AT-SPI
-  // meanwhile: so focus changes are routed to this connection before the walk, and a walk that
-  // finds no focused widget waits (bounded) for the next focus gained and walks once more.
+  // meanwhile: so a walk that finds no focused widget routes focus changes to this connection,
+  // walks again (a focus gained before the routing is in that walk), and if there is still none
+  // waits (bounded) for the next focus gained and walks once more.
+  // The routing is asked for only then. A listener registered with the registry makes every
+  // app's bridge emit that event, and Chromium 156 crashed (SIGSEGV, its browser process) when
+  // keys went into a focused password field while one was registered or being withdrawn: in
+  // every run when it stayed registered through the keys, in about one in five when the
+  // connection closed as the keys were sent (docs/accessibility.md, "Verified type").
   DBusConnection* c = bus.connection();
-  if (!bus.listen("object:state-changed:focused",
-                  "type='signal',interface='org.a11y.atspi.Event.Object',member='StateChanged',"
-                  "arg0='focused'")) {
-    return failed_read(bus.why_failed());
-  }
   // Pops what arrived; true when one of them is a widget gaining focus (StateChanged "focused", 1).
   auto focus_gained = [c]() {
     bool gained = false;
@@ -913,7 +914,9 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
   AxTree tree;
   std::vector<Ref> refs;
   std::vector<std::size_t> focused;
-  for (int walk = 0;; ++walk) {
+  bool routed = false;
+  int waits = 0;
+  for (;;) {
     tree = AxTree{};
     refs.clear();
     if (Status st = walk_tree(bus, Ref{ATSPI_DBUS_NAME_REGISTRY, ATSPI_DBUS_PATH_ROOT}, limits, tree,
@@ -928,8 +931,20 @@ std::unique_ptr<AxTypeReadback> AxTypeReadback::begin(const std::string& a11y_ad
     for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
       if (has_state(tree.nodes[i].states, "focused")) focused.push_back(i);
     }
-    if (!focused.empty() || tree.truncated || walk == 1) break;
-    // No focus yet: the next focus gained (or one that arrived during the walk), until the bound.
+    if (!focused.empty() || tree.truncated) break;
+    if (!routed) {
+      // No focus yet: route focus changes here, then walk again.
+      if (!bus.listen("object:state-changed:focused",
+                      "type='signal',interface='org.a11y.atspi.Event.Object',member='StateChanged',"
+                      "arg0='focused'")) {
+        return failed_read(bus.why_failed());
+      }
+      routed = true;
+      continue;
+    }
+    // Still none: the next focus gained (or one that arrived during the walk), until the bound;
+    // then one last walk.
+    if (++waits > 1) break;
     bool gained = false;
     while (!(gained = focus_gained())) {
       const std::int64_t left_ms = (t0 + timeout_ms * 1000 - steady_us()) / 1000;
