@@ -6,11 +6,13 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <xcb/xcb.h>
+#include <xcb/xcbext.h>  // xcb_poll_for_reply
 
 // Xlib defines Status as a macro (int); ours is evident::Status.
 #undef Status
 
 #include <chrono>
+#include <cstdlib>
 
 #include "evident/display/x11.h"
 #include "display_internal.h"
@@ -34,6 +36,33 @@ bool OwnedDisplay::server_running() {
   // is never seen dead while its display still looks alive (docs/reliability.md).
   pollfd p{ConnectionNumber(dpy), POLLRDHUP, 0};
   return !(::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
+}
+
+bool OwnedDisplay::confirm_alive() {
+  if (!alive()) return false;
+  std::lock_guard lock(x_mutex_);
+  ::Display* dpy = dpy_.load();
+  if (dpy == nullptr || x_connection_dead(dpy)) return false;
+  xcb_connection_t* c = XGetXCBConnection(dpy);
+  XFlush(dpy);  // Xlib's own requests first, so that the reply below is the server's last word
+  if (x_connection_dead(dpy)) return false;
+  const xcb_get_input_focus_cookie_t cookie = xcb_get_input_focus(c);
+  xcb_flush(c);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kConfirmBoundMs);
+  for (;;) {
+    void* reply = nullptr;
+    xcb_generic_error_t* error = nullptr;
+    const int done = xcb_poll_for_reply(c, cookie.sequence, &reply, &error);
+    std::free(reply);
+    std::free(error);
+    if (xcb_connection_has_error(c) != 0) return false;
+    if (done != 0) return true;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return true;
+    pollfd p{xcb_get_file_descriptor(c), POLLIN, 0};
+    (void)::poll(&p, 1, static_cast<int>(left));
+  }
 }
 
 bool OwnedDisplay::try_acquire_session(const std::string& owner) {

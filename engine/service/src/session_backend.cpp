@@ -87,6 +87,7 @@ class DisplayLease final : public SessionLease {
     return executor_->release_all_checked();
   }
   bool display_alive() override { return d_->alive(); }
+  bool display_confirmed_alive() override { return d_->confirm_alive(); }
   bool app_alive() override { return dm_.app_alive(target_.app_id); }
   std::optional<int> app_exit_status() override {
     auto a = dm_.app(target_.app_id);

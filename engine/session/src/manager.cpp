@@ -433,12 +433,13 @@ void SessionManager::end_session(Record& r, Phase final_phase, const std::string
 // A lost display or a dead app ends the session (docs/sessions.md "Fail closed").
 // In a session begun with "app_exit":"record" the app's liveness is note_app_exit's to judge.
 std::optional<SessionManager::Failure> SessionManager::check_alive(Record& r) {
-  if (!r.lease->display_alive()) {
-    return Failure{"display-lost", make_error("session-display-lost", "the session's display is gone")};
-  }
-  if (r.record_app_exit) return std::nullopt;
-  if (!r.lease->app_alive()) {
-    return Failure{"app-not-live", make_error("app-not-live", "the session's app is no longer running")};
+  switch (r.lease->gone(!r.record_app_exit)) {
+    case SessionLease::Gone::kDisplay:
+      return Failure{"display-lost", make_error("session-display-lost", "the session's display is gone")};
+    case SessionLease::Gone::kApp:
+      return Failure{"app-not-live", make_error("app-not-live", "the session's app is no longer running")};
+    case SessionLease::Gone::kNothing:
+      break;
   }
   return std::nullopt;
 }
@@ -461,7 +462,7 @@ std::optional<SessionManager::Failure> SessionManager::capture_frame(Record& r, 
 std::optional<SessionManager::Failure> SessionManager::note_app_exit(Record& r, std::int64_t after_actions,
                                                                      bool after_freeze, bool* exited) {
   *exited = r.app_exit.present;
-  if (*exited || !r.record_app_exit || !r.lease->display_alive() || r.lease->app_alive()) {
+  if (*exited || !r.record_app_exit || r.lease->gone() != SessionLease::Gone::kApp) {
     return std::nullopt;  // a lost display is check_alive's (it still ends the session)
   }
   Json info;

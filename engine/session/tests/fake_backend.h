@@ -31,6 +31,9 @@ struct FakeWorld {
   std::map<std::int64_t, bool> locked;
   std::map<std::string, bool> app_dead;
   bool display_dead = false;
+  // The display still looks alive, but its server fails the confirming round trip (it is dying:
+  // a killed Xvfb shuts its apps' sockets before the display's own).
+  bool display_dying = false;
   bool fail_release = false;
   bool fail_capture = false;  // capture() fails while the display stays alive
   int fail_action_at = -1;    // global execution count at which execute() returns failed
@@ -106,6 +109,7 @@ class FakeLease final : public SessionLease {
     return {};
   }
   bool display_alive() override { return !w_.display_dead; }
+  bool display_confirmed_alive() override { return !w_.display_dead && !w_.display_dying; }
   bool app_alive() override { return !w_.app_dead[t_.app_id]; }
   std::optional<int> app_exit_status() override {
     return w_.app_dead[t_.app_id] ? w_.exit_status : std::nullopt;

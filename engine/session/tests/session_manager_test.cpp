@@ -578,6 +578,20 @@ TEST_F(SessionTest, DeadAppOrLostDisplayEndsTheSession) {
   EXPECT_EQ(world_.leases_open, 0);
 }
 
+// An app found dead while its display still looks alive is blamed only once the display's
+// server confirmed it is alive: an app that died of its display's death (seen first, because a
+// killed Xvfb shuts its apps' sockets before the display's own) is the display's loss
+// (docs/reliability.md, "Fault and load tests").
+TEST_F(SessionTest, AnAppThatDiedWithItsDisplayIsTheDisplaysLoss) {
+  std::string sid = to_phase("stage");
+  world_.app_dead[testing::fake_app_id(1)] = true;
+  world_.display_dying = true;
+  EXPECT_EQ(code(clicks(sid, 0, 2)), "session-display-lost");
+  EXPECT_EQ(world_.executed, 0);
+  EXPECT_EQ(status(sid)["ended"]["reason"], "display-lost");
+  EXPECT_EQ(world_.leases_open, 0);
+}
+
 // ---- settle in session actions (docs/sessions.md "Settle").
 
 TEST_F(SessionTest, SettleWaitsBeforeEachFrameAndIsRecordedInTheEvent) {

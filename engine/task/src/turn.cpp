@@ -35,12 +35,10 @@ TurnRun run_turn(SessionLease& lease, const agents::Adapter& adapter, const agen
     }
     std::optional<agents::ModelImage> zoom;
     for (const Action& a : call.parsed) {
-      if (!lease.display_alive()) {
-        fail(make_error("session-display-lost", "the task's display is gone"));
-        break;
-      }
-      if (!lease.app_alive()) {
-        fail(make_error("app-not-live", "the task's app is no longer running"));
+      if (const auto gone = lease.gone(); gone != SessionLease::Gone::kNothing) {
+        fail(gone == SessionLease::Gone::kDisplay
+                 ? make_error("session-display-lost", "the task's display is gone")
+                 : make_error("app-not-live", "the task's app is no longer running"));
         break;
       }
       SessionActionOutcome out = lease.execute(a, static_cast<int>(index));

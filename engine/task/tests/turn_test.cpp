@@ -53,6 +53,7 @@ class FakeLease : public SessionLease {
   Status release_all_checked() override { return ok_status(); }
   bool display_alive() override { return static_cast<int>(executed.size()) < display_dies_after; }
   bool app_alive() override { return static_cast<int>(executed.size()) < app_dies_after; }
+  bool display_confirmed_alive() override { return display_alive() && !display_dying; }
 
   std::vector<int> executed;
   std::vector<std::string> types;
@@ -61,6 +62,7 @@ class FakeLease : public SessionLease {
   int display_dies_after = 1 << 30;
   int app_dies_after = 1 << 30;
   bool capture_fails = false;
+  bool display_dying = false;  // looks alive, but fails the confirming round trip
 
  private:
   int w_, h_;
@@ -221,6 +223,17 @@ TEST(RunTurn, LostDisplayDeadAppAndFrameFailuresEndTheTurn) {
     TurnRun run = run_turn(lease, *adapter, parse("openai-computer", two), 0, sink.fn());
     ASSERT_TRUE(run.failure);
     EXPECT_EQ(run.failure->code, "app-not-live");
+    EXPECT_TRUE(lease.executed.empty());
+  }
+  {
+    // the app died with its display: the display's loss (SessionLease::gone)
+    FakeLease lease(8, 6);
+    lease.app_dies_after = 0;
+    lease.display_dying = true;
+    Sink sink;
+    TurnRun run = run_turn(lease, *adapter, parse("openai-computer", two), 0, sink.fn());
+    ASSERT_TRUE(run.failure);
+    EXPECT_EQ(run.failure->code, "session-display-lost");
     EXPECT_TRUE(lease.executed.empty());
   }
   {

@@ -171,6 +171,15 @@ class OwnedDisplay {
   // not shut the display's connection (no I/O error, no hang-up). The one test of the server's
   // life: alive() and status() both use it, so they never disagree. Lock-free.
   bool server_running();
+  // alive(), confirmed by the server: one round trip on the display's connection, bounded by
+  // kConfirmBoundMs. False when the display is not alive() or the round trip ends in a broken
+  // connection (the connection is then in its error state, so alive() says false from now on);
+  // true when the server answered, or did not within the bound (a stopped server is not known
+  // to be gone). For judging an app found dead: a killed Xvfb shuts its clients' sockets newest
+  // first, so an app can die of its display's death before the display's own connection shows
+  // it (docs/reliability.md, "Fault and load tests"). Takes x_mutex().
+  bool confirm_alive();
+  static constexpr std::int64_t kConfirmBoundMs = 2000;
   // The persistent connection; nullptr after destroy. Hold x_mutex().
   ::Display* dpy() { return dpy_.load(); }
   std::mutex& x_mutex() { return x_mutex_; }

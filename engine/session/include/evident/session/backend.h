@@ -80,6 +80,19 @@ class SessionLease {
   // Whether the display's X server still answers / the app is still alive.
   virtual bool display_alive() = 0;
   virtual bool app_alive() = 0;
+  // display_alive(), confirmed by a round trip with the server (bounded). Asked before an app
+  // found dead is blamed: an app can die of its display's death before the display itself is
+  // seen dead (docs/reliability.md, "Fault and load tests").
+  virtual bool display_confirmed_alive() { return display_alive(); }
+  // What is gone, the display judged first; with check_app false only the display is judged.
+  // kApp only once the display's server has confirmed it is alive, so an app that died with its
+  // display is the display's loss (session-display-lost), never the app's (app-not-live).
+  enum class Gone { kNothing, kDisplay, kApp };
+  Gone gone(bool check_app = true) {
+    if (!display_alive()) return Gone::kDisplay;
+    if (!check_app || app_alive()) return Gone::kNothing;
+    return display_confirmed_alive() ? Gone::kApp : Gone::kDisplay;
+  }
   // Once the app has exited: its exit code, or 128+signal; nullopt while it runs or when
   // unknown.
   virtual std::optional<int> app_exit_status() { return std::nullopt; }
