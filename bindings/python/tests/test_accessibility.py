@@ -392,10 +392,7 @@ def test_chromium_page_tree(engine, tmp_path):
     text typed into the plain input read back, the password typed never read."""
     with engine.create_display(width=500, height=440, accessibility=True) as display, \
             display.browser(PAGE, viewport=(480, 400)) as browser:
-        def page_tree():
-            t = display.accessibility(browser.app)
-            return t if t.find(role="push button", name="Go") is not None else None
-        tree = evident.wait_for(page_tree, 20, "the page's accessibility tree")
+        tree = _chromium_page_tree(display, browser)
         button = tree.find(role="push button", name="Go")
         plain = tree.find(role="entry", name="plain")
         password = tree.find(role="password text", name="secret")
@@ -416,6 +413,20 @@ def test_chromium_page_tree(engine, tmp_path):
         assert SECRET not in json.dumps(after.raw)
 
 
+def _monitor_line(mon, timeout=10):
+    """The monitor's next line, waited for at most `timeout` seconds ("" at its end). Read from
+    the pipe's fd (unbuffered), so that select() sees every byte not yet returned."""
+    fd = mon.stdout.fileno()
+    while b"\n" not in mon.pending:
+        assert select.select([fd], [], [], timeout)[0], "dbus-monitor said nothing in time"
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return ""
+        mon.pending += chunk
+    line, _, mon.pending = mon.pending.partition(b"\n")
+    return line.decode(errors="replace") + "\n"
+
+
 def _registry_calls(address):
     """dbus-monitor on the display's AT-SPI bus, watching RegisterEvent calls to the registry
     and this test's marker signal; returns once it is monitoring."""
@@ -423,8 +434,9 @@ def _registry_calls(address):
         ["dbus-monitor", "--address", address,
          "type='method_call',interface='org.a11y.atspi.Registry',member='RegisterEvent'",
          "type='signal',interface='evident.test',member='Marker'"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert "NameAcquired" in mon.stdout.readline()  # it is on the bus and monitoring
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    mon.pending = b""
+    assert "NameAcquired" in _monitor_line(mon)  # it is on the bus and monitoring
     return mon
 
 
@@ -434,12 +446,20 @@ def _calls_until_marker(mon, address, n):
     subprocess.run(["dbus-send", "--address=" + address, "--type=signal", "/evident/test",
                     "evident.test.Marker", "int32:%d" % n], check=True, timeout=10)
     seen = []
-    for line in mon.stdout:
+    while line := _monitor_line(mon):
         if "member=Marker" in line:
             return seen
         if "member=RegisterEvent" in line:
             seen.append(line)
     raise AssertionError("dbus-monitor ended before the marker")
+
+
+def _chromium_page_tree(display, browser):
+    """The page's tree once Chromium exposes its button (bounded)."""
+    def page_tree():
+        t = display.accessibility(browser.app)
+        return t if t.find(role="push button", name="Go") is not None else None
+    return evident.wait_for(page_tree, 20, "the page's accessibility tree")
 
 
 def test_verified_type_into_a_focused_password_field_registers_no_listener(engine):
@@ -451,10 +471,7 @@ def test_verified_type_into_a_focused_password_field_registers_no_listener(engin
     registry nothing; one into a plain field still registers for its text changes (verified)."""
     with engine.create_display(width=500, height=440, accessibility=True) as display, \
             display.browser(PAGE, viewport=(480, 400)) as browser:
-        def page_tree():
-            t = display.accessibility(browser.app)
-            return t if t.find(role="push button", name="Go") is not None else None
-        tree = evident.wait_for(page_tree, 20, "the page's accessibility tree")
+        tree = _chromium_page_tree(display, browser)
         plain = tree.find(role="entry", name="plain")
         password = tree.find(role="password text", name="secret")
         # the display's AT-SPI bus, as the engine publishes it on the root window
