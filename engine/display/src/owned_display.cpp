@@ -32,8 +32,9 @@ bool OwnedDisplay::server_running() {
   ::Display* dpy = dpy_.load();
   if (dpy == nullptr || x_connection_dead(dpy)) return false;
   // An exiting server closes its clients' sockets before its exit is waitable or its pidfd
-  // readable, and this connection, its first client, first: so an app that died of that close
-  // is never seen dead while its display still looks alive (docs/reliability.md).
+  // readable, so the hang-up is seen earlier than the exit. It is not seen before every app's:
+  // the sockets are released newest first, so an app can die of its display's death first;
+  // confirm_alive() is for judging that case (docs/reliability.md).
   pollfd p{ConnectionNumber(dpy), POLLRDHUP, 0};
   return !(::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
 }

@@ -25,8 +25,8 @@ void close_x_connection(::Display* dpy);
 
 // The server is gone (or going) and `dpy` must see no further request: its socket is closed
 // without a word to the server and its bookkeeping forgotten; the Display structure (a few KB)
-// is kept, reachable and never freed, as close_x_connection does for a dead connection. For any connection, opened by
-// open_x_connection or not.
+// is kept, reachable and never freed, as close_x_connection does for a dead connection. For any
+// connection, opened by open_x_connection or not.
 void abandon_x_connection(::Display* dpy);
 
 // True once an I/O error was seen on `dpy` (the server went away), through Xlib or XCB.
