@@ -13,7 +13,8 @@
 # Resuming: when OUT_DIR already has a summary.txt, the campaign continues it (run numbers and
 # streak go on from its last line) instead of starting over, but only if that campaign has not
 # failed or finished, and the code under test is the same: since the commit its first line names,
-# nothing but docs/ and this script changed, and the checkout has no uncommitted change. A run
+# nothing but docs/, bench/results/ (the benchmark's recorded output, read by no test) and this
+# script changed, and the checkout has no uncommitted change. A run
 # that was interrupted (the campaign stopped by hand, or its machine went away) has no summary
 # line and is run again; the summary says where each stretch resumed, so no run is hidden.
 set -euo pipefail
@@ -37,9 +38,9 @@ if [ -s "$summary" ]; then
     echo "campaign: the campaign in $out has ended (failed or finished); use a new OUT_DIR" >&2
     exit 2
   fi
-  if ! git diff --quiet "$since" HEAD -- . ':(exclude)docs' ':(exclude)ci/campaign.sh' ||
+  if ! git diff --quiet "$since" HEAD -- . ':(exclude)docs' ':(exclude)bench/results' ':(exclude)ci/campaign.sh' ||
     ! git diff --quiet HEAD || ! git diff --quiet --cached; then
-    echo "campaign: the code changed since $since (beyond docs/ and ci/campaign.sh); use a new OUT_DIR" >&2
+    echo "campaign: the code changed since $since (beyond docs/, bench/results/ and ci/campaign.sh); use a new OUT_DIR" >&2
     exit 2
   fi
   last="$(sed -n 's/^run \([0-9]*\): .*exit 0;.*/\1/p' "$summary" | tail -n 1)"
