@@ -14,9 +14,9 @@
 # streak go on from its last line) instead of starting over, but only if that campaign has not
 # failed or finished, and the code under test is the same: since the commit its first line names,
 # nothing but docs/, bench/results/ (the benchmark's recorded output, read by no test) and this
-# script changed, and the checkout has no uncommitted change. A run
-# that was interrupted (the campaign stopped by hand, or its machine went away) has no summary
-# line and is run again; the summary says where each stretch resumed, so no run is hidden.
+# script changed, and the checkout has no uncommitted change. A run that was interrupted (the
+# campaign stopped by hand, or its machine went away) has no summary line and is run again; the
+# summary says where each stretch resumed, so no run is hidden.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,7 +54,7 @@ taskset -c "$cpu" bash -c 'while :; do :; done' &
 spinner=$!
 trap 'kill "$spinner" 2>/dev/null || true' EXIT
 
-if [ "$first" -eq 1 ] && [ ! -s "$summary" ]; then
+if [ ! -s "$summary" ]; then  # a new campaign (first is 1)
   {
     echo "campaign: $runs runs of ci/test.sh at $(git rev-parse --short HEAD), one core (CPU $cpu) kept busy"
     echo "machine: $(nproc) CPUs, $(uname -r)"
