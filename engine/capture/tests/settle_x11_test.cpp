@@ -34,7 +34,10 @@ void fill_root(Display* dpy, unsigned long pixel, int x, int y, int w, int h) {
 }
 
 // Draws on its own connection every ~16 ms (a frame period, paced by poll on a stop pipe)
-// until stopped: a loading animation.
+// until stopped: a loading animation. Each frame has a colour of its own (never two colours
+// alternating): the fingerprint fallback compares frames sampled every 25 ms, and two alternating
+// colours drawn at half the sampling rate, as a loaded machine can make it, look the same in
+// every sample (SettleX11.FingerprintFallbackWithoutDamage said settled once under ASan + load).
 class Animator {
  public:
   explicit Animator(Xvfb& server) : dpy_(server.connect()) {
@@ -56,7 +59,7 @@ class Animator {
  private:
   void run() {
     for (int i = 0;; ++i) {
-      fill_root(dpy_, (i % 2) ? 0xff0000 : 0x00ff00, 10, 10, 40, 40);
+      fill_root(dpy_, (static_cast<unsigned>(i) * 2654435761u) & 0xffffffu, 10, 10, 40, 40);
       ++frames_;
       pollfd p{stop_[0], POLLIN, 0};
       if (poll(&p, 1, 16) > 0) return;
