@@ -55,25 +55,23 @@ def read_log(path: Path) -> List[Dict[str, Any]]:
 def form(evident_display, evident_app, tmp_path):
     log = tmp_path / "form.jsonl"
     app = evident_app([sys.executable, str(FORM_APP), "--log", str(log)], wait_window_ms=10000)
+    # polled closely, so a test starts as soon as the form says it is drawn (the guarantee
+    # test_the_form_is_drawn_as_it_stays_once_it_says_ready checks)
     ready = wait_for(lambda: next((e for e in read_log(log) if e["event"] == "ready"), None),
-                     timeout=10, what="the form's ready line")
+                     timeout=10, what="the form's ready line", interval=0.001)
     centres = {name: (w["x"] + w["width"] // 2, w["y"] + w["height"] // 2)
                for name, w in ready["widgets"].items()}
     return app, log, centres
 
 
 @pytest.mark.evident_display(width=WIDTH, height=HEIGHT)
-def test_the_form_is_drawn_as_it_stays_once_it_says_ready(evident_display, evident_app, tmp_path):
+def test_the_form_is_drawn_as_it_stays_once_it_says_ready(evident_display, form):
     """The form's "ready" line means its window is drawn as it stays: a frame taken as soon as the
     line is there equals the frame once the display has been still for 300 ms. The form used to
     write it after `update idletasks`, before its entries drew their borders, so a task begun at
     once could issue a first frame without them (a recorded run's replay then saw a different
     first frame: test_cassette_recorded_through_the_lane_replays_offline, once in a campaign)."""
-    log = tmp_path / "form.jsonl"
-    evident_app([sys.executable, str(FORM_APP), "--log", str(log)], wait_window_ms=10000)
-    wait_for(lambda: any(e["event"] == "ready" for e in read_log(log)), timeout=10,
-             what="the form's ready line", interval=0.001)
-    at_ready = evident_display.screenshot()
+    at_ready = evident_display.screenshot()  # `form` returns as soon as the line is there
     assert evident_display.wait_stable(quiet_ms=300).outcome == "stable"
     assert evident_display.screenshot().sha256 == at_ready.sha256
 
