@@ -117,6 +117,11 @@ std::shared_ptr<void> OwnedDisplay::begin_batch(std::function<void()> cancel) {
                                });
 }
 
+std::size_t OwnedDisplay::batches_in_flight() {
+  std::lock_guard lock(batch_mu_);
+  return batches_.size();
+}
+
 void OwnedDisplay::teardown() {
   {
     // Batches in flight are told to stop and waited for (bounded) before anything they use is

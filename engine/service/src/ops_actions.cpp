@@ -128,18 +128,24 @@ void register_action_ops(OpTable& ops, DisplayManager& displays, std::string run
       if (cancel_target->executor) cancel_target->executor->cancel();
     });
     if (!in_use) return make_error("display-destroyed", "the display was destroyed; nothing ran");
-    auto ctx = executor_context_for(disp);
-    if (!ctx.ok()) return ctx.error();
-    ctx->observation_dir = frames;
-    auto ex = ActionExecutor::create(std::move(*ctx));
-    if (!ex.ok()) return ex.error();
-    // The batch releases (and checks) held input before `release`; the keymap restore is
-    // deferred to the display's restorer (docs/input.md).
-    cancel_target->set(ex->get());
-    if (disp->destroyed()) (*ex)->cancel();  // a destroy that began before the store
-    const AxObserver ax = ax_observer_for(disp);
-    auto result = run_action_batch(**ex, **req, &ax);
-    cancel_target->set(nullptr);
+    // From here a destroy may begin at any step, and whatever step then fails (the liveness
+    // check of the executor's context sees a display that is no longer alive) failed because of
+    // it: a destroyed display answers display-destroyed, never display-dead.
+    auto result = [&]() -> Result<Json> {
+      auto ctx = executor_context_for(disp);
+      if (!ctx.ok()) return ctx.error();
+      ctx->observation_dir = frames;
+      auto ex = ActionExecutor::create(std::move(*ctx));
+      if (!ex.ok()) return ex.error();
+      // The batch releases (and checks) held input before `release`; the keymap restore is
+      // deferred to the display's restorer (docs/input.md).
+      cancel_target->set(ex->get());
+      if (disp->destroyed()) (*ex)->cancel();  // a destroy that began before the store
+      const AxObserver ax = ax_observer_for(disp);
+      auto ran = run_action_batch(**ex, **req, &ax);
+      cancel_target->set(nullptr);
+      return ran;
+    }();
     if (disp->destroyed()) {
       return make_error("display-destroyed",
                         "the display was destroyed while the batch ran; the batch was cut short "

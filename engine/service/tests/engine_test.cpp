@@ -123,6 +123,35 @@ TEST_F(EngineTest, SpareKeycodeMappingsOutliveABatch) {
   EXPECT_EQ(destroyed["ok"], true) << destroyed.dump();
 }
 
+// Proves: a destroy that begins after a `cu actions` batch registered with the display, but
+// before the batch built its executor, makes the batch answer display-destroyed (the destroy is
+// what stopped it), not display-dead. The test holds the display's X mutex so that the batch
+// waits inside the executor's setup, after begin_batch, and lets it go once teardown started.
+// Found by DaemonHostileTest.DestroyDuringABatchFailsTheBatchAndFreesNothingInUse in one CI run;
+// here the interleaving is forced, not hoped for.
+TEST_F(EngineTest, DestroyBeforeTheExecutorIsBuiltAnswersDisplayDestroyed) {
+  Json created = call(R"({"op":"display.create","args":{"width":320,"height":240}})");
+  ASSERT_EQ(created["ok"], true) << created.dump();
+  const Json ref{{"display_id", created["display"]["id"]},
+                 {"generation", created["display"]["generation"]}};
+  auto disp = engine_->displays().get(ref["display_id"].get<int>(), ref["generation"]);
+  ASSERT_TRUE(disp.ok());
+  std::shared_ptr<OwnedDisplay> d = *disp;
+  std::unique_lock x_lock(d->x_mutex());
+  Json args = ref;
+  args["request"] = Json{{"actions", {{{"type", "wait"}, {"ms", 1}}}}, {"observe", "none"}};
+  auto batch = std::async(std::launch::async, [&] { return call("cu.actions", args); });
+  ASSERT_TRUE(testing::wait_until([&] { return d->batches_in_flight() == 1; }, 10000));
+  auto destroy = std::async(std::launch::async, [&] { return call("display.destroy", ref); });
+  ASSERT_TRUE(testing::wait_until([&] { return d->destroyed(); }, 10000));
+  x_lock.unlock();
+  Json answer = batch.get();
+  EXPECT_EQ(code(answer), "display-destroyed") << answer.dump();
+  Json destroyed = destroy.get();
+  EXPECT_EQ(destroyed["ok"], true) << destroyed.dump();
+  EXPECT_EQ(d->batches_in_flight(), 0u);
+}
+
 // Proves: call_inline answers ping and a bounded batch (and envelope errors) on the calling
 // thread, and runs nothing of any other request: the deferred batches click the fixture app's
 // counter, the inline one its button, and when the button's click is in the app's log no counter

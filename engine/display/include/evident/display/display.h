@@ -222,6 +222,8 @@ class OwnedDisplay {
   std::shared_ptr<void> begin_batch(std::function<void()> cancel);
   // True once teardown started (a batch that ran across it reports the display as destroyed).
   bool destroyed() const { return destroyed_.load(); }
+  // How many begin_batch guards are alive now.
+  std::size_t batches_in_flight();
   static constexpr std::int64_t kBatchDrainBoundMs = 30000;
 
  private:
