@@ -413,45 +413,60 @@ def test_chromium_page_tree(engine, tmp_path):
         assert SECRET not in json.dumps(after.raw)
 
 
-def _monitor_line(mon, timeout=10):
-    """The monitor's next line, waited for at most `timeout` seconds ("" at its end). Read from
-    the pipe's fd (unbuffered), so that select() sees every byte not yet returned."""
-    fd = mon.stdout.fileno()
-    while b"\n" not in mon.pending:
-        assert select.select([fd], [], [], timeout)[0], "dbus-monitor said nothing in time"
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return ""
-        mon.pending += chunk
-    line, _, mon.pending = mon.pending.partition(b"\n")
-    return line.decode(errors="replace") + "\n"
+class _RegistryMonitor:
+    """dbus-monitor on the display's AT-SPI bus, watching RegisterEvent calls to the registry and
+    this test's marker signal; once constructed it is monitoring. Its output is read from the
+    pipe's fd (unbuffered), so that select() sees every byte not yet returned."""
 
+    def __init__(self, address):
+        self.address = address
+        self.pending = b""
+        self.proc = subprocess.Popen(
+            ["dbus-monitor", "--address", address,
+             "type='method_call',interface='org.a11y.atspi.Registry',member='RegisterEvent'",
+             "type='signal',interface='evident.test',member='Marker'"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            assert "NameAcquired" in self.line()  # it is on the bus and monitoring
+        except BaseException:
+            self.close()
+            raise
 
-def _registry_calls(address):
-    """dbus-monitor on the display's AT-SPI bus, watching RegisterEvent calls to the registry
-    and this test's marker signal; returns once it is monitoring."""
-    mon = subprocess.Popen(
-        ["dbus-monitor", "--address", address,
-         "type='method_call',interface='org.a11y.atspi.Registry',member='RegisterEvent'",
-         "type='signal',interface='evident.test',member='Marker'"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    mon.pending = b""
-    assert "NameAcquired" in _monitor_line(mon)  # it is on the bus and monitoring
-    return mon
+    def line(self, timeout=10):
+        """The monitor's next line, waited for at most `timeout` seconds ("" at its end)."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.pending:
+            assert select.select([fd], [], [], timeout)[0], "dbus-monitor said nothing in time"
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return ""
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode(errors="replace") + "\n"
 
+    def calls_until_marker(self, n):
+        """The RegisterEvent lines seen before marker `n`, which is sent now: the bus routes every
+        message in order, so a call made before the marker is printed before it."""
+        subprocess.run(["dbus-send", "--address=" + self.address, "--type=signal", "/evident/test",
+                        "evident.test.Marker", "int32:%d" % n], check=True, timeout=10)
+        seen = []
+        while line := self.line():
+            if "member=Marker" in line:
+                return seen
+            if "member=RegisterEvent" in line:
+                seen.append(line)
+        raise AssertionError("dbus-monitor ended before the marker")
 
-def _calls_until_marker(mon, address, n):
-    """The RegisterEvent lines the monitor saw before marker `n`, which is sent now: the bus
-    routes every message in order, so a call made before the marker is printed before it."""
-    subprocess.run(["dbus-send", "--address=" + address, "--type=signal", "/evident/test",
-                    "evident.test.Marker", "int32:%d" % n], check=True, timeout=10)
-    seen = []
-    while line := _monitor_line(mon):
-        if "member=Marker" in line:
-            return seen
-        if "member=RegisterEvent" in line:
-            seen.append(line)
-    raise AssertionError("dbus-monitor ended before the marker")
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _chromium_page_tree(display, browser):
@@ -481,21 +496,16 @@ def test_verified_type_into_a_focused_password_field_registers_no_listener(engin
         display.actions([a.click(*password.center)]).check()
         evident.wait_for(lambda: display.accessibility(browser.app).find(
             role="password text", name="secret", state="focused"), 20, "the password field's focus")
-        mon = _registry_calls(address)
-        try:
+        with _RegistryMonitor(address) as mon:
             typed = display.actions([a.type(SECRET)]).check().results[0]
             assert typed.status == "injected" and "a password field is never read" in typed.detail
-            assert _calls_until_marker(mon, address, 1) == []
+            assert mon.calls_until_marker(1) == []
             display.actions([a.click(*plain.center)]).check()
             evident.wait_for(lambda: display.accessibility(browser.app).find(
                 role="entry", name="plain", state="focused"), 20, "the plain field's focus")
             verified = display.actions([a.type("web text")]).check().results[0]
             assert verified.status == "ok", verified.detail
-            calls = _calls_until_marker(mon, address, 2)
+            calls = mon.calls_until_marker(2)
             assert calls, "the plain field's read-back registered for its text changes"
-        finally:
-            mon.terminate()
-            mon.wait(10)
-            mon.stdout.close()
         assert browser.app.alive
         assert browser.evaluate("document.querySelector('input[type=password]').value") == SECRET
