@@ -450,7 +450,7 @@ def bound(doc: Dict[str, Any], spec: Dict[str, Any]) -> str:
         parts.append("`false` | `true` | `{quiet_ms, cap_ms}`")
     elif t == "array":
         items = spec.get("items", "")
-        rng = f"{lo if lo is not None else 0}..{hi}" if hi is not None else f"≥ {lo}"
+        rng = f"{lo if lo is not None else 0}..{hi}" if hi is not None else f"≥ {lo if lo is not None else 0}"
         parts.append(f"array of {items}, {rng}")
     else:
         unit = " bytes" if t == "string" else ""

@@ -3,6 +3,13 @@
 protocol/evident.json and documented in docs/errors.md, and every declared code is emitted
 somewhere; and the envelope ops engine/service registers are exactly the declared ones.
 
+It also guards the other fact the protocol file holds about a code, whether it is retryable: a
+`make_error("code", message, depends)` names `depends` exactly when the code is declared
+"retryable": "depends" (for a code declared true or false the file decides, evident::make_error
+reads it), and every Error is made by make_error (no `Error{...}` elsewhere). And every declared
+limit is read from the file where it is enforced (protocol::k<Name> in the engine, or its name in
+the Python package), so no limit is a number written twice.
+
 How it finds codes, so that it stays honest: it takes EVERY string literal in engine/ (tests,
 benchmarks, tools and engine/testing excepted) that looks like a code (kebab-case with a dash), plus the first
 argument of every `make_error("...")` (which also catches one-word codes like `internal`). Each must
@@ -87,6 +94,42 @@ MAKE_ERROR = re.compile(r'make_error\(\s*"([^"]+)"')
 PY_RAISE = re.compile(r'(?:Error|error_class_for\([^)]*\))\(\s*"([a-z][a-z0-9-]*)"')
 
 
+def make_error_calls(text: str):
+    """(line, [argument texts]) of each `make_error(...)` call, split at its top-level commas."""
+    for m in re.finditer(r"\bmake_error\(", text):
+        i, depth, start, args, in_str = m.end(), 1, m.end(), [], False
+        while depth and i < len(text):
+            c = text[i]
+            if in_str:
+                if c == "\\":
+                    i += 1
+                elif c == '"':
+                    in_str = False
+            elif c == '"':
+                in_str = True
+            elif c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            elif c == "," and depth == 1:
+                args.append(text[start:i].strip())
+                start = i + 1
+            i += 1
+        args.append(text[start:i - 1].strip())
+        yield text.count("\n", 0, m.start()) + 1, args
+
+
+def py_present_text(root: str) -> str:
+    """The Python package's sources (not the generated _protocol.py), as one text."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(root, "bindings", "python", "evident", "**", "*.py"),
+                                 recursive=True)):
+        if not path.endswith("_protocol.py"):
+            with open(path, encoding="utf-8") as f:
+                out.append(f.read())
+    return "\n".join(out)
+
+
 def engine_sources():
     for path in sorted(glob.glob(os.path.join(ROOT, "engine", "**", "*.*"), recursive=True)):
         rel = os.path.relpath(path, ROOT)
@@ -123,6 +166,22 @@ def main() -> int:
             seen.setdefault(code, rel)
             if code not in declared:
                 problems.append(f"{rel}: writes error code \"{code}\" by hand; it is not declared")
+        for line, args in make_error_calls(text):
+            lit = re.fullmatch(r'"([a-z][a-z0-9-]*)"', args[0])
+            if not lit or lit.group(1) not in declared or rel.endswith("status.h"):
+                continue
+            r = declared[lit.group(1)]["retryable"]
+            if r == "depends" and len(args) < 3:
+                problems.append(f"{rel}:{line}: make_error(\"{lit.group(1)}\") names no retryable; "
+                                "the code is declared \"depends\", so the call must say which case it is")
+            elif r != "depends" and len(args) > 2:
+                problems.append(f"{rel}:{line}: make_error(\"{lit.group(1)}\", ..., {args[2]}): the code is "
+                                f"declared retryable {str(r).lower()} in protocol/evident.json, which "
+                                "decides; drop the argument")
+        if not rel.endswith("status.h"):
+            for m in re.finditer(r"\bError\{", text):
+                problems.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: Error{{...}} built by "
+                                "hand; use make_error (it reads retryable from the protocol file)")
         for m in MAKE_ERROR.finditer(text):
             seen.setdefault(m.group(1), rel)
             if m.group(1) not in declared:
@@ -171,6 +230,20 @@ def main() -> int:
         problems.append(f"engine/service registers op {op!r}, not declared in protocol/evident.json envelope.ops")
     for op in sorted(declared_ops - registered):
         problems.append(f"protocol/evident.json declares op {op!r}, which engine/service does not register")
+    # Every declared limit is read from the protocol file where it is enforced: by its generated
+    # name (k<Name>, protocol.h) in an engine source, or by its name in the Python package. A
+    # limit nothing reads is a second copy of a number written by hand somewhere.
+    engine_text = ""
+    for rel, path in engine_sources():
+        with open(path, encoding="utf-8") as f:
+            engine_text += strip_comments(f.read())
+    py_text = py_present_text(ROOT)
+    for name in protocol["limits"]:
+        k = "k" + "".join(part.capitalize() for part in name.split("_"))
+        if not re.search(rf"\b{k}\b", engine_text) and f'"{name}"' not in py_text:
+            problems.append(f"limit {name!r} is declared but no engine source reads protocol::{k} and "
+                            "the Python package does not name it: the number is written by hand "
+                            "where it is enforced")
     for p in problems:
         print(p, file=sys.stderr)
     print(f"{len(seen)} code-like strings in engine sources, {len(py_seen)} codes raised in Python, "

@@ -127,8 +127,7 @@ Error bus_gone() {
 Error timed_out(std::int64_t ms) {
   return make_error("accessibility-timeout",
                     "the app did not answer its accessibility calls within " + std::to_string(ms) +
-                        " ms",
-                    true);
+                        " ms");
 }
 
 // One private connection; calls are sent at once and their replies awaited later (pipelining).
@@ -662,8 +661,7 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
                             "(not started with accessibility, not a toolkit with AT-SPI support, or "
                             "not initialised yet)"
                           : "the app's processes are connected to the accessibility bus but serve no "
-                            "accessible application root",
-                      true);
+                            "accessible application root");
   }
 
   AxTree tree;
@@ -671,7 +669,7 @@ Result<AxTree> read_ax_tree(const std::string& a11y_address,
   tree.pid = candidates[best].second;
   EVIDENT_TRY(walk_tree(bus, Ref{tree.bus_name, ATSPI_DBUS_PATH_ROOT}, limits, tree));
   if (tree.nodes.empty()) return fail_late(make_error("accessibility-app-not-found",
-                                                      "the app's accessible root vanished", true));
+                                                      "the app's accessible root vanished"));
   tree.elapsed_us = steady_us() - t0;
   return tree;
 }

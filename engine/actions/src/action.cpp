@@ -22,7 +22,8 @@ struct Ctx {
 };
 
 std::int64_t scale(std::int64_t v, int size, CoordinateSpace space) {
-  return space == CoordinateSpace::kNormalized1000 ? v * size / 1000 : v;
+  if (space != CoordinateSpace::kNormalized1000) return v;
+  return v * size / protocol::kNormalizedScale;
 }
 
 Status button_field(const JsonFields& f, const std::string& ctx, int* button) {

@@ -373,7 +373,7 @@ ActionResult ActionExecutor::run(const Action& a, int /*index*/) {
     case ActionType::kScreenshot:
     case ActionType::kZoom: {
       if (!ctx_.capturer) return fail("expected a frame, observed no capturer for this display");
-      Result<PngFrame> frame = make_error("capture-failed", "not captured");
+      Result<PngFrame> frame = make_error("capture-failed", "not captured", false);
       {
         std::lock_guard<std::mutex> lock(*ctx_.dpy_mutex);
         // XSync first: the frame is taken after every earlier request (including input) was processed.

@@ -214,7 +214,7 @@ class Browser {
           std::max<std::int64_t>(1, ms_left(deadline)));
       if (!w.ok()) {
         if (w.error().code == "browser-cdp-timeout") {
-          return make_error("browser-navigate-timeout", "the page did not finish loading in time", true);
+          return make_error("browser-navigate-timeout", "the page did not finish loading in time");
         }
         return w.error();
       }
@@ -346,7 +346,7 @@ Result<BrowserInfo> BrowserManager::create(const BrowserOptions& o) {
     if (shutting_down_) return make_error("engine-shutting-down", "the engine is shutting down");
     if (static_cast<int>(browsers_.size()) + pending_ >= options_.max_browsers) {
       return make_error("browser-limit", "at most " + std::to_string(options_.max_browsers) +
-                                             " browsers per engine; close one first", true);
+                                             " browsers per engine; close one first");
     }
     ++pending_;
   }
@@ -668,7 +668,7 @@ Result<ElementBox> BrowserManager::element_box(const std::string& browser_id, co
   if (!v.is_object()) return make_error("browser-cdp-failed", "the page answered in an unexpected shape");
   const std::string err = v.value("error", "");
   if (err == "selector") return make_error("browser-selector-invalid", "the CSS selector is not valid");
-  if (err == "missing") return make_error("browser-element-not-found", "no element matches the selector", true);
+  if (err == "missing") return make_error("browser-element-not-found", "no element matches the selector");
   auto win = (*b)->call("Browser.getWindowForTarget", Json{{"targetId", (*b)->info.target_id}}, false);
   if (!win.ok()) return live_or(win.error(), displays_, (*b)->info);
   const Json bounds = win->value("bounds", Json::object());

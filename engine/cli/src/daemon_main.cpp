@@ -12,12 +12,13 @@
 #include "evident/core/utf8.h"
 #include "evident/daemon/daemon.h"
 #include "evident/service/engine.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 namespace {
 
 // Each warm size keeps one idle Xvfb running (a 1920x1080 one holds ~8 MB of framebuffer).
-constexpr std::size_t kMaxWarmSizes = 4;
+constexpr auto kMaxWarmSizes = static_cast<std::size_t>(protocol::kWarmSizesMax);
 
 int run(int argc, char** argv) {
   bool json = json_flag_given(argc, argv);

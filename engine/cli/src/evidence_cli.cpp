@@ -81,7 +81,8 @@ int run_disclose(const EvidenceCli& cli, const std::string& state, bool json) {
     return 0;
   }
   if (auto st = write_file_atomic(cli.disclose_out, *bytes, 0600); !st) {
-    return emit_error(json, make_error("fs-error", "cannot write the disclosure file"), 1);
+    return emit_error(json, make_error("fs-error", "cannot write the disclosure file", st.error().retryable),
+                      1);
   }
   Json result{{"path", cli.disclose_out},
               {"receipt_id", (*d)["receipt_id"]},
@@ -220,7 +221,7 @@ std::optional<int> run_evidence_commands(EvidenceCli& cli, bool json) {
   }
   if (!ok) {
     if (json) {
-      Json refused = error_response(Error{"log-verify-failed", "failed checks: " + failed, false});
+      Json refused = error_response(make_error("log-verify-failed", "failed checks: " + failed));
       refused["checks"] = checks;
       std::cout << dump_json(refused)
                 << std::endl;

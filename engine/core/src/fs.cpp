@@ -15,17 +15,6 @@
 namespace evident {
 namespace {
 
-// Retryable when the same call can succeed later without changing it: the disk or quota was
-// full, or the process or system ran out of descriptors (issue #9 item 8).
-bool retryable_errno(int err) {
-  return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == EAGAIN ||
-         err == EINTR || err == ENOMEM;
-}
-
-Error fs_error(const std::string& what, const std::string& path, int err) {
-  return make_error("fs-error", what + " " + path + ": " + std::strerror(err), retryable_errno(err));
-}
-
 Status write_all(int fd, std::string_view bytes, const std::string& path) {
   std::size_t off = 0;
   while (off < bytes.size()) {
@@ -40,6 +29,17 @@ Status write_all(int fd, std::string_view bytes, const std::string& path) {
 }
 
 }  // namespace
+
+// Retryable when the same call can succeed later without changing it: the disk or quota was
+// full, or the process or system ran out of descriptors (issue #9 item 8).
+bool fs_retryable_errno(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == EAGAIN ||
+         err == EINTR || err == ENOMEM;
+}
+
+Error fs_error(const std::string& what, const std::string& path, int err) {
+  return make_error("fs-error", what + " " + path + ": " + std::strerror(err), fs_retryable_errno(err));
+}
 
 Status make_private_dir(const std::string& path) {
   std::error_code ec;
@@ -63,9 +63,9 @@ Status make_private_dir(const std::string& path) {
   }
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return fs_error("cannot stat", path, errno);
-  if (!S_ISDIR(st.st_mode)) return make_error("fs-error", path + " is not a directory");
+  if (!S_ISDIR(st.st_mode)) return make_error("fs-error", path + " is not a directory", false);
   if (st.st_uid != ::geteuid()) {
-    return make_error("fs-error", path + " is owned by another user");
+    return make_error("fs-error", path + " is owned by another user", false);
   }
   if ((st.st_mode & 0777) != 0700 && ::chmod(path.c_str(), 0700) != 0) {
     return fs_error("cannot chmod", path, errno);

@@ -29,8 +29,7 @@ Result<Json> daemon_call(const std::string& socket_path, std::string_view reques
                             ? "evident daemon &"
                             : "evident daemon --socket " + socket_path + " &";
     return make_error("daemon-unavailable", "no evident daemon is listening on " + socket_path +
-                                                " (" + why + "); start one with: " + start,
-                      true);
+                                                " (" + why + "); start one with: " + start);
   };
   sockaddr_un addr{};
   if (!make_addr(socket_path, &addr)) return unavailable("the socket path is too long");
@@ -50,7 +49,7 @@ Result<Json> daemon_call(const std::string& socket_path, std::string_view reques
   std::string answer;
   auto outcome = read_all(fd, 64 * 1024 * 1024, now_ms() + timeout_ms, &answer);
   if (outcome == ReadOutcome::kTimeout) {
-    return make_error("daemon-timeout", "the daemon did not answer in time", true);
+    return make_error("daemon-timeout", "the daemon did not answer in time");
   }
   if (answer.empty()) {
     return make_error("daemon-protocol", sent ? "the daemon closed without answering"

@@ -389,7 +389,7 @@ void Daemon::complete_request(std::uint64_t id, Conn& c) {
     answer(id, c, error_response(make_error(
                       "daemon-busy",
                       std::to_string(options_.max_connections) +
-                          " requests are executing; retry", true)));
+                          " requests are executing; retry")));
     return;
   }
   // The loop stops watching the socket while the request executes (a hang-up would otherwise be
@@ -455,8 +455,7 @@ void Daemon::accept_all() {
         int refused = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (refused >= 0) {
           send_now(refused, answer_line(error_response(make_error(
-                                "daemon-busy", "the daemon is out of file descriptors; retry",
-                                true))));
+                                "daemon-busy", "the daemon is out of file descriptors; retry"))));
           ::close(refused);
         }
         reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -487,7 +486,7 @@ void Daemon::accept_all() {
       }
       if (oldest == 0) {
         send_now(fd, answer_line(error_response(make_error(
-                         "daemon-busy", "too many connections are open; retry", true))));
+                         "daemon-busy", "too many connections are open; retry"))));
         ::close(fd);
         continue;
       }
@@ -495,7 +494,7 @@ void Daemon::accept_all() {
       send_now(victim.fd, answer_line(error_response(make_error(
                               "request-timeout",
                               "the request was not complete (EOF) before newer clients needed "
-                              "its slot", true))));
+                              "its slot"))));
       close_conn(oldest);
     }
     const std::uint64_t id = next_id_++;
@@ -542,7 +541,7 @@ void Daemon::expire(std::int64_t now) {
     if (c.state == ConnState::kReading) {
       answer(id, c, error_response(make_error(
                         "request-timeout",
-                        "the request was not complete (EOF) within the read deadline", true)));
+                        "the request was not complete (EOF) within the read deadline")));
     } else {
       close_conn(id);  // a client that does not read its answer
     }

@@ -91,7 +91,7 @@ std::string bus_config(const std::string& type, const std::string& socket_path) 
 
 Error start_failed(const std::string& what) {
   return make_error("accessibility-start-failed",
-                    "the display's accessibility stack did not start: " + what, true);
+                    "the display's accessibility stack did not start: " + what);
 }
 
 // Starts one dbus-daemon with `config` and returns its address (from --print-address), within

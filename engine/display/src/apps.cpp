@@ -32,14 +32,20 @@ Status validate_argv(const std::vector<std::string>& argv) {
   if (argv.empty() || argv.size() > 256) return make_error("app-args", "argv must have 1..256 items");
   std::size_t total = 0;
   for (const auto& a : argv) {
-    if (a.size() > 4096) return make_error("app-args", "an argv item is longer than 4096 bytes");
+    if (a.size() > static_cast<std::size_t>(protocol::kAppArgvItemMaxBytes)) {
+      return make_error("app-args", "an argv item is longer than " +
+                                        std::to_string(protocol::kAppArgvItemMaxBytes) + " bytes");
+    }
     if (a.find('\0') != std::string::npos) {
       return make_error("app-args", "an argv item contains a NUL byte");
     }
     total += a.size();
   }
   if (argv[0].empty()) return make_error("app-args", "the command is empty");
-  if (total > 64 * 1024) return make_error("app-args", "argv is larger than 64 KiB");
+  if (total > static_cast<std::size_t>(protocol::kAppArgvTotalMaxBytes)) {
+    return make_error("app-args", "argv is larger than " +
+                                      std::to_string(protocol::kAppArgvTotalMaxBytes) + " bytes");
+  }
   return {};
 }
 
@@ -116,7 +122,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
     if (shutting_down_) return shutting_down();
     if (static_cast<int>(apps_.size()) >= options_.max_apps) {
       return make_error("app-limit", "at most " + std::to_string(options_.max_apps) +
-                                         " apps per engine; stop one first", true);
+                                         " apps per engine; stop one first");
     }
   }
   // A relative path with a '/' ("./run.sh") is relative to the app's working directory.
@@ -269,7 +275,7 @@ Result<AppInfo> DisplayManager::launch_app(int display_id, const std::string& ge
       return make_error("app-window-timeout",
                         "waited " + std::to_string(wait_window_ms) + " ms for " +
                             describe_match(match) + ", created after the launch; saw " +
-                            describe_scan(scan, true) + ". The app was stopped", true);
+                            describe_scan(scan, true) + ". The app was stopped");
     }
   }
 }

@@ -67,17 +67,17 @@ inline std::string last_line_of(const std::string& path) {
 // Creates `path` (which must not exist yet) 0600 and writes `bytes` to it.
 inline Status write_private_file(const std::string& path, const std::string& bytes) {
   Fd f(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (f.fd < 0) return make_error("fs-error", "cannot create " + path + ": " + std::strerror(errno));
+  if (f.fd < 0) return fs_error("cannot create", path, errno);
   std::size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return make_error("fs-error", "cannot write " + path + ": " + std::strerror(errno));
+    if (n <= 0) return fs_error("cannot write", path, errno);
     done += static_cast<std::size_t>(n);
   }
   if (::close(f.fd) != 0) {
     f.fd = -1;
-    return make_error("fs-error", "cannot write " + path + ": " + std::strerror(errno));
+    return fs_error("cannot write", path, errno);
   }
   f.fd = -1;
   return {};

@@ -57,7 +57,7 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::create(const DisplayOption
   for (auto& d : dead) d->teardown();  // died while idle in the pool: never leased
   if (at_limit) {
     return make_error("display-limit", "at most " + std::to_string(options_.max_displays) +
-                                           " displays per engine; destroy one first", true);
+                                           " displays per engine; destroy one first");
   }
   if (leased) {
     // A fresh lifetime for the caller: the generation it had while idle was never handed out,

@@ -78,7 +78,7 @@ Result<::Display*> open_x_connection(const std::string& name, const Cookie& cook
                       static_cast<int>(cookie.size()));
     dpy = XOpenDisplay(name.c_str());
     XSetAuthorization(nullptr, 0, nullptr, 0);
-    if (!dpy) return make_error("x-connect-failed", "cannot open X display " + name, true);
+    if (!dpy) return make_error("x-connect-failed", "cannot open X display " + name);
     XSetIOErrorExitHandler(dpy, on_io_error_exit, nullptr);
     std::lock_guard slock(state_mu());
     states()[dpy] = ConnState{};

@@ -38,10 +38,11 @@ Status write_session_commitments(const std::string& state_dir, const std::string
            {"receipt_id", receipt_id},
            {"actions", std::move(actions)}};
   auto bytes = canonicalize(doc);
-  if (!bytes.ok()) return make_error("fs-error", "the commitments record cannot be encoded");
+  if (!bytes.ok()) return make_error("fs-error", "the commitments record cannot be encoded", false);
   bytes->push_back('\n');
   if (auto st = write_file_atomic(commitments_path(state_dir, session_id), *bytes, 0600); !st) {
-    return make_error("fs-error", "cannot write the private commitments record: " + st.error().message);
+    return make_error("fs-error", "cannot write the private commitments record: " + st.error().message,
+                      st.error().retryable);
   }
   return {};
 }

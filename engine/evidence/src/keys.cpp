@@ -156,7 +156,7 @@ Result<bool> create_exclusive(const std::string& path, std::string_view bytes) {
   ::unlink(tmp.c_str());
   if (rc == 0) return true;
   if (err == EEXIST) return false;
-  return make_error("fs-error", "cannot create " + path + ": " + std::strerror(err));
+  return fs_error("cannot create", path, err);
 }
 
 Status ensure_public_file(const KeyPaths& p, const Ed25519Key& key) {
@@ -230,7 +230,7 @@ Result<std::string> host_id(const std::string& state_dir, const std::string& mac
     if (!text.ok()) return text.error();
     mid = *text;
     while (!mid.empty() && mid.back() == '\n') mid.pop_back();
-    if (!is_lower_hex(mid, 32)) return make_error("fs-error", "the generated machine id is damaged");
+    if (!is_lower_hex(mid, 32)) return make_error("fs-error", "the generated machine id is damaged", false);
   }
   auto h = domain_digest(kDomainHostId, Json{{"machine_id", mid}});
   if (!h.ok()) return h.error();

@@ -22,7 +22,7 @@ namespace {
 constexpr std::size_t kMaxStateBytes = 64 * 1024;
 
 Error log_fs_error(const std::string& what, int err) {
-  return make_error("fs-error", "run log: " + what + ": " + std::strerror(err));
+  return make_error("fs-error", "run log: " + what + ": " + std::strerror(err), fs_retryable_errno(err));
 }
 
 class Fd {

@@ -41,7 +41,7 @@ int take_x_error(::Display* dpy) {
 
 constexpr unsigned kButtonMasks = Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask;
 
-Error display_gone() { return Error{"input-dispatch-failed", "the display is gone", false}; }
+Error display_gone() { return make_error("input-dispatch-failed", "the display is gone"); }
 
 }  // namespace
 

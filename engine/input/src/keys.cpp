@@ -9,6 +9,7 @@
 #include <map>
 
 #include "evident/input/unicode.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 namespace {
@@ -93,7 +94,10 @@ Result<KeyChord> parse_key_chord(std::string_view spec, const std::string& error
     parts.push_back(spec.substr(start, plus - start));
     start = plus + 1;
   }
-  if (parts.size() > 8) return make_error(error_code, "key chord has more than 8 parts");
+  if (parts.size() > static_cast<std::size_t>(protocol::kKeyChordMaxParts)) {
+    return make_error(error_code, "key chord has more than " +
+                                      std::to_string(protocol::kKeyChordMaxParts) + " parts");
+  }
   KeyChord chord;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].empty()) {

@@ -210,7 +210,7 @@ __attribute__((noinline)) pid_t vfork_exec(const SpawnSpec& spec, const char* pa
 }  // namespace
 
 Result<std::unique_ptr<Child>> Spawner::spawn(const SpawnSpec& spec) {
-  if (spec.argv.empty()) return make_error("spawn-failed", "empty argv");
+  if (spec.argv.empty()) return make_error("spawn-failed", "empty argv", false);
   // Everything the child needs is built before fork (no allocation after fork).
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -224,7 +224,7 @@ Result<std::unique_ptr<Child>> Spawner::spawn(const SpawnSpec& spec) {
   auto job = [&] {
     int errp[2];
     if (::pipe2(errp, O_CLOEXEC) != 0) {
-      promise.set_value(make_error("spawn-failed", std::string("pipe: ") + std::strerror(errno)));
+      promise.set_value(make_error("spawn-failed", std::string("pipe: ") + std::strerror(errno), false));
       return;
     }
     pid_t parent = ::getpid();

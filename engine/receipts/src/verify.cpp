@@ -432,7 +432,7 @@ std::string artifact_files_problem(const std::string& dir, const Json& artifacts
 
 std::string png_problem(const std::string& path, const Json& observation_sha) {
   auto bytes = regular_file(path) ? read_file(path, kMaxFrameFileBytes)
-                                  : Result<std::string>(make_error("fs-error", ""));
+                                  : Result<std::string>(make_error("fs-error", "", false));
   if (!bytes.ok()) return "cannot read the --png file";
   if (sha256_hex(*bytes) != observation_sha) return "the --png file is not the observed frame";
   return "";
@@ -899,7 +899,7 @@ int run_verify_command(const std::string& path, const VerifyOptions& options, bo
                        std::ostream& out, VerifyExtension* extension) {
   auto fail = [&](const std::string& code, const std::string& message, int status) {
     if (json) {
-      out << dump_json(error_response(Error{code, message, false}))
+      out << dump_json(error_response(make_error(code, message, false)))
           << "\n";
     } else {
       out << "error: " << message << " (" << code << ")\n";

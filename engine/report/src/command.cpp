@@ -12,7 +12,7 @@ int run_report_command(const ReportOptions& options, bool json, std::ostream& ou
                        std::ostream& err) {
   auto fail = [&](const Error& e, int status) {
     if (json) {
-      out << dump_json(error_response(Error{e.code, e.message, false}))
+      out << dump_json(error_response(e))
           << "\n";
     } else {
       err << "evident: error [" << e.code << "]: " << e.message << "\n";

@@ -98,7 +98,7 @@ void register_action_ops(OpTable& ops, DisplayManager& displays, std::string run
     std::shared_ptr<OwnedDisplay> disp = *d;
     const std::string owner = next_batch_owner();
     if (!disp->try_acquire_session(owner)) {
-      return make_error("display-busy", "a session or another action batch holds this display", true);
+      return make_error("display-busy", "a session or another action batch holds this display");
     }
     struct Release {
       std::shared_ptr<OwnedDisplay> d;

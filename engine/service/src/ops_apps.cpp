@@ -33,7 +33,7 @@ void register_app_ops(OpTable& ops, DisplayManager& displays) {
     EVIDENT_TRY(f.only({"display_id", "generation", "argv", "wait_window_ms", "env", "cwd"}));
     auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
-    auto argv_json = f.array("argv", 1, 256);
+    auto argv_json = f.array("argv", 1, protocol::kAppArgvItemsMax);
     if (!argv_json.ok()) return argv_json.error();
     std::vector<std::string> argv;
     for (const auto& a : **argv_json) {

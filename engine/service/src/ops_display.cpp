@@ -106,7 +106,7 @@ void register_display_ops(OpTable& ops, DisplayManager& displays, BrowserManager
     EVIDENT_TRY(f.only({"display_id", "generation", "out"}));
     auto ref = display_ref_arg(f);
     if (!ref.ok()) return ref.error();
-    auto out = f.string("out", 1, 4096);
+    auto out = f.string("out", 1, protocol::kScreenshotPathMaxBytes);
     if (!out.ok()) return out.error();
     if ((*out)[0] != '/' || out->find('\0') != std::string::npos) {
       return make_error(kArgs, "field \"out\" must be an absolute path");

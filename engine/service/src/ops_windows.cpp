@@ -280,7 +280,7 @@ void register_window_ops(OpTable& ops, DisplayManager& dm) {
     std::shared_ptr<OwnedDisplay> disp = *d;
     const std::string owner = random_id("window-focus");
     if (!disp->try_acquire_session(owner)) {
-      return make_error("display-busy", "a session or an action batch holds this display", true);
+      return make_error("display-busy", "a session or an action batch holds this display");
     }
     struct Release {
       std::shared_ptr<OwnedDisplay> d;

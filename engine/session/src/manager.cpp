@@ -104,7 +104,7 @@ Result<Json> write_frame(const std::string& dir, const SessionFrame& f) {
   if (::lstat(path.c_str(), &st) != 0) {
     std::string tmp = dir + "/.frame-" + random_hex(8);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return make_error("fs-error", "cannot create a frame file in " + dir + ": " + std::strerror(errno));
+    if (fd < 0) return fs_error("cannot create a frame file in", dir, errno);
     std::size_t off = 0;
     while (off < f.bytes.size()) {
       ssize_t n = ::write(fd, f.bytes.data() + off, f.bytes.size() - off);
@@ -113,7 +113,7 @@ Result<Json> write_frame(const std::string& dir, const SessionFrame& f) {
         int e = errno;
         ::close(fd);
         ::unlink(tmp.c_str());
-        return make_error("fs-error", "cannot write a frame file in " + dir + ": " + std::strerror(e));
+        return fs_error("cannot write a frame file in", dir, e);
       }
       off += static_cast<std::size_t>(n);
     }
@@ -121,7 +121,7 @@ Result<Json> write_frame(const std::string& dir, const SessionFrame& f) {
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
       int e = errno;
       ::unlink(tmp.c_str());
-      return make_error("fs-error", "cannot rename a frame file in " + dir + ": " + std::strerror(e));
+      return fs_error("cannot rename a frame file in", dir, e);
     }
   }
   return Json{{"sha256", f.sha256},
@@ -895,7 +895,7 @@ std::optional<Json> SessionManager::close_and_seal(Record& r, Phase failed, Json
     const std::string& state = options_.evidence->state_dir();
     // The private record first: a signed receipt whose commitments cannot be disclosed
     // is not kept either (its ending is logged as failed by end_session).
-    Result<Json> seal = make_error("fs-error", "not sealed");
+    Result<Json> seal = make_error("fs-error", "not sealed", false);
     if (auto w = write_session_commitments(state, r.id, r.receipt_id, commitments); !w) {
       seal = w.error();
     } else {

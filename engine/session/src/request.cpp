@@ -4,6 +4,7 @@
 
 #include "evident/receipts/jcs.h"
 #include "evident/receipts/receipt.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
@@ -70,7 +71,7 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
       // generation is a mismatch, docs/protocol.md §3), so only their type is checked here.
       if (!take(f.string("generation", 0, 256), &req.generation, &err)) return err;
       if (!take(f.string("app_id", 0, 256), &req.app_id, &err)) return err;
-      if (!take(f.string("attempt_id", 1, 256), &req.attempt_id, &err)) return err;
+      if (!take(f.string("attempt_id", 1, protocol::kAttemptIdMaxBytes), &req.attempt_id, &err)) return err;
       if (!take(f.sha256_hex("job_sha256"), &req.job_sha256, &err)) return err;
       if (f.has("app_exit")) {
         std::string mode;
@@ -91,7 +92,7 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
     }
     case SessionOp::kStatus:
       EVIDENT_TRY(f.only({"op", "session_id"}));
-      if (!take(f.string("session_id", 0, 256), &req.session_id, &err)) return err;
+      if (!take(f.string("session_id", 0, protocol::kSessionIdMaxBytes), &req.session_id, &err)) return err;
       return req;
     case SessionOp::kActions:
       EVIDENT_TRY(f.only({"op", "session_id", "sequence", "actions", "settle"}));
@@ -113,7 +114,7 @@ Result<SessionRequest> parse_session_request(std::string_view raw) {
     case SessionOp::kTaskStatus:
       return make_error(kCommand, "session request: unknown op");  // op_from never returns them
   }
-  if (!take(f.string("session_id", 0, 256), &req.session_id, &err)) return err;
+  if (!take(f.string("session_id", 0, protocol::kSessionIdMaxBytes), &req.session_id, &err)) return err;
   if (!take(f.integer("sequence", 0, kMaxSafeInteger), &req.sequence, &err)) return err;
   if (req.op == SessionOp::kActions) {
     const Json* a = nullptr;

@@ -99,7 +99,7 @@ Result<TaskRequest> parse_task_request(std::string_view raw) {
     if (!take(f.integer("display_id", 0, kMaxSafeInteger), &req.display_id, &err)) return err;
     if (!take(f.string("generation", 0, 256), &req.generation, &err)) return err;
     if (!take(f.string("app_id", 0, 256), &req.app_id, &err)) return err;
-    if (!take(f.string("attempt_id", 1, 256), &req.attempt_id, &err)) return err;
+    if (!take(f.string("attempt_id", 1, protocol::kAttemptIdMaxBytes), &req.attempt_id, &err)) return err;
     if (!take(f.sha256_hex("task_sha256"), &req.task_sha256, &err)) return err;
     auto policy = f.object("policy");
     if (!policy) return policy.error();

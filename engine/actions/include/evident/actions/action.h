@@ -47,7 +47,7 @@ struct Action {
   int width = 0, height = 0;  // zoom, clamped to the display
   int button = 1;             // X button: 1 left, 2 middle, 3 right
   int scroll_button = 5;      // 4 up, 5 down, 6 left, 7 right
-  int amount = 3;             // scroll
+  int amount = static_cast<int>(protocol::kScrollAmountDefault);  // scroll
   std::int64_t ms = 0;        // hold_key, wait
   std::string text;           // type, paste (secret)
   std::string key;            // key, hold_key (secret)

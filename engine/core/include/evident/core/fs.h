@@ -9,6 +9,12 @@
 
 namespace evident {
 
+// An `fs-error` for a failed system call on `path`: "WHAT PATH: strerror", retryable when the same
+// call can succeed later unchanged (fs_retryable_errno: ENOSPC, EDQUOT, EMFILE, ENFILE, ENOMEM,
+// EAGAIN, EINTR), as protocol/evident.json declares for `fs-error`.
+bool fs_retryable_errno(int err);
+Error fs_error(const std::string& what, const std::string& path, int err);
+
 // Creates `path` and missing parents with mode 0700; an existing final directory must be
 // owned by us and is chmod'ed to 0700. Error id: "fs-error".
 Status make_private_dir(const std::string& path);

@@ -5,6 +5,7 @@
 #include <cassert>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -18,9 +19,18 @@ struct Error {
   bool retryable = false;
 };
 
-// The message is made valid UTF-8 here (utf8_sanitized), so every Error message is valid UTF-8
-// by construction, whatever pieces it was assembled from (a cut at a byte limit, OS text).
-inline Error make_error(std::string code, std::string message, bool retryable = false) {
+// Whether an error with this code is retryable. protocol/evident.json decides for every code it
+// declares "retryable": true or false (the one place that says so); `depends` is the answer only
+// for a code declared "depends" (the caller knows which case it is in) and for an undeclared code
+// (which the guard protocol/tests/check_codes.py refuses in engine sources).
+bool declared_retryable(std::string_view code, bool depends);
+
+// Every Error is made here. The message is made valid UTF-8 (utf8_sanitized), so every Error
+// message is valid UTF-8 by construction, whatever pieces it was assembled from (a cut at a byte
+// limit, OS text); `retryable` is declared_retryable(code, depends). The guard
+// protocol/tests/check_codes.py requires `depends` for a "depends" code and refuses it for others.
+inline Error make_error(std::string code, std::string message, bool depends = false) {
+  const bool retryable = declared_retryable(code, depends);
   return Error{std::move(code), utf8_sanitized(std::move(message)), retryable};
 }
 

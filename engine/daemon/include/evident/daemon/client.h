@@ -11,6 +11,7 @@
 
 #include "evident/core/json.h"
 #include "evident/core/status.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
@@ -24,6 +25,6 @@ std::string socket_path_from_env();
 // Errors: daemon-unavailable (nobody listens; the message says how to start it),
 // daemon-protocol (a malformed or missing answer), daemon-timeout.
 Result<Json> daemon_call(const std::string& socket_path, std::string_view request,
-                         int timeout_ms = 300000);
+                         int timeout_ms = static_cast<int>(protocol::kClientTimeoutMs));
 
 }  // namespace evident

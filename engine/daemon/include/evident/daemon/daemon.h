@@ -18,6 +18,7 @@
 #include "evident/core/status.h"
 #include "evident/daemon/client.h"
 #include "evident/service/engine.h"
+#include "evident/protocol/protocol.h"
 
 namespace evident {
 
@@ -25,13 +26,13 @@ struct DaemonOptions {
   std::string socket_path;  // default socket_path_from_env()
   std::string state_dir;    // default default_state_dir()
   // Requests executing at once (the worker pool); one more complete request is `daemon-busy`.
-  int max_connections = 32;
+  int max_connections = static_cast<int>(protocol::kDaemonMaxInFlight);
   // Connections held at once (each costs a descriptor and its buffered bytes); also bounded by
   // half the RLIMIT_NOFILE soft limit, which the daemon raises to the hard limit at start. When
   // full, the connection that has waited longest for its own request is answered
   // request-timeout to make room.
   int max_held_connections = 4096;
-  int read_timeout_ms = 10000;   // from accept to the request's EOF
+  int read_timeout_ms = static_cast<int>(protocol::kDaemonReadTimeoutMs);  // accept to EOF
   int write_timeout_ms = 10000;  // for the client to take the answer
   // Test seam: when set, replaces Engine::call for parsed requests (the serve loop's own
   // robustness tests use it to make a request throw). Never set by the CLI.

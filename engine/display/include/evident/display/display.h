@@ -283,9 +283,9 @@ struct LaunchOptions {
   // sets them to the display's own values.
   std::vector<std::string> env;
   std::string cwd;  // absolute path of an existing directory; empty: the engine's own
-  static constexpr std::size_t kMaxEnvEntries = 256;
-  static constexpr std::size_t kMaxEnvBytes = 64 * 1024;
-  static constexpr std::size_t kMaxCwdBytes = 4096;
+  static constexpr auto kMaxEnvEntries = static_cast<std::size_t>(protocol::kAppEnvEntriesMax);
+  static constexpr auto kMaxEnvBytes = static_cast<std::size_t>(protocol::kAppEnvTotalMaxBytes);
+  static constexpr auto kMaxCwdBytes = static_cast<std::size_t>(protocol::kAppCwdMaxBytes);
 };
 
 // Checks LaunchOptions::env and cwd (sizes, names, no NUL, no DISPLAY/XAUTHORITY, cwd an
@@ -295,8 +295,8 @@ Status validate_launch_options(const LaunchOptions& options);
 struct DisplayManagerOptions {
   std::string runtime_dir;          // private scratch (0700): auth cookies, logs
   std::string xvfb_path = "Xvfb";   // resolved on PATH
-  int max_displays = 32;
-  int max_apps = 128;
+  int max_displays = static_cast<int>(protocol::kDisplaysMax);
+  int max_apps = static_cast<int>(protocol::kAppsMax);
   std::int64_t start_timeout_ms = 15000;
   // Warm pool: for each entry, one display of exactly these options is kept pre-started and
   // ready by a background thread, so create() with equal options only leases it (fresh
