@@ -2558,8 +2558,9 @@ def main(argv=None):
                                                                doc["loadavg_end"]))
     print("\nsummary: %s; JSON: %s" % (", ".join("%d %s" % (v, k) for k, v in
                                                   doc["summary"].items()), args.out))
-    # 1 only when the harness could not run a row; a peer that drops input is a finding (shown)
-    return 1 if doc["summary"]["error"] else 0
+    # 1 only when the harness could not run a row, in any of the runs; a peer that drops input is
+    # a finding (shown)
+    return 1 if any(d["summary"]["error"] for d in docs) else 0
 
 
 if __name__ == "__main__":
