@@ -166,20 +166,26 @@ def main() -> int:
             seen.setdefault(code, rel)
             if code not in declared:
                 problems.append(f"{rel}: writes error code \"{code}\" by hand; it is not declared")
+        status_h = rel == os.path.join("engine", "core", "include", "evident", "core", "status.h")
+        # a code named by a constant of this file (`constexpr const char* kTimeout = "…"`)
+        constants = dict(re.findall(r'\b(k[A-Z]\w*)\s*(?:\[\])?\s*=\s*"([a-z][a-z0-9-]*)"', text))
         for line, args in make_error_calls(text):
             lit = re.fullmatch(r'"([a-z][a-z0-9-]*)"', args[0])
-            if not lit or lit.group(1) not in declared or rel.endswith("status.h"):
+            code = lit.group(1) if lit else constants.get(args[0])
+            if code is None or code not in declared or status_h:
                 continue
-            r = declared[lit.group(1)]["retryable"]
+            r = declared[code]["retryable"]
             if r == "depends" and len(args) < 3:
-                problems.append(f"{rel}:{line}: make_error(\"{lit.group(1)}\") names no retryable; "
+                problems.append(f"{rel}:{line}: make_error(\"{code}\") names no retryable; "
                                 "the code is declared \"depends\", so the call must say which case it is")
             elif r != "depends" and len(args) > 2:
-                problems.append(f"{rel}:{line}: make_error(\"{lit.group(1)}\", ..., {args[2]}): the code is "
+                problems.append(f"{rel}:{line}: make_error(\"{code}\", ..., {args[2]}): the code is "
                                 f"declared retryable {str(r).lower()} in protocol/evident.json, which "
                                 "decides; drop the argument")
-        if not rel.endswith("status.h"):
-            for m in re.finditer(r"\bError\{", text):
+        if not status_h:
+            for m in re.finditer(r"\bError(?:\s+[A-Za-z_]\w*)?\s*\{", text):
+                if re.search(r"->\s*$", text[:m.start()]):
+                    continue  # a lambda's return type (`-> Error {`)
                 problems.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: Error{{...}} built by "
                                 "hand; use make_error (it reads retryable from the protocol file)")
         for m in MAKE_ERROR.finditer(text):

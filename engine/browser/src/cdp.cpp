@@ -46,7 +46,7 @@ struct CdpClient::Impl {
   Error fail(const char* code, const std::string& message) {
     broken = true;
     shut();
-    return make_error(code, message, std::string(code) == kTimeout);
+    return make_error(code, message);
   }
 
   // Runs the io_context until *done or the deadline; false on deadline.
@@ -190,7 +190,7 @@ Status CdpClient::wait_event(const std::function<bool(const Json&)>& match, std:
     Json msg;
     auto r = m.read_message(deadline, &msg);
     if (!r.ok()) return r.error();
-    if (*r == 0) return make_error(kTimeout, "the awaited browser event did not arrive in time", true);
+    if (*r == 0) return make_error(kTimeout, "the awaited browser event did not arrive in time");
     if (msg.contains("id")) continue;
     if (m.sink) m.sink(msg);
     if (match(msg)) return {};

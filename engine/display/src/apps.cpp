@@ -29,7 +29,9 @@ AppInfo DisplayManager::snapshot(App& app) {
 namespace {
 
 Status validate_argv(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv.size() > 256) return make_error("app-args", "argv must have 1..256 items");
+  if (argv.empty() || argv.size() > static_cast<std::size_t>(protocol::kAppArgvItemsMax)) {
+    return make_error("app-args", "argv must have 1.." + std::to_string(protocol::kAppArgvItemsMax) + " items");
+  }
   std::size_t total = 0;
   for (const auto& a : argv) {
     if (a.size() > static_cast<std::size_t>(protocol::kAppArgvItemMaxBytes)) {

@@ -29,9 +29,10 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
   d->info_.height = o.height;
   d->info_.depth = o.depth;
   d->info_.dpi = o.dpi;
-  auto fail = [&](const std::string& code, const std::string& message) -> Error {
+  // `depends`: the answer for a "depends" code (make_error); the readiness step passes its own.
+  auto fail = [&](const std::string& code, const std::string& message, bool depends = false) -> Error {
     d->teardown();
-    return make_error(code, message, code == "display-start-failed");
+    return make_error(code, message, depends);
   };
 
   EVIDENT_TRY(make_private_dir(options_.runtime_dir));
@@ -129,7 +130,7 @@ Result<std::shared_ptr<OwnedDisplay>> DisplayManager::start_display(const Displa
   if (!conn.ok()) return fail("display-start-failed", conn.error().message);
   d->dpy_ = *conn;
   if (auto st = make_ready(*d, prepared); !st.ok()) {
-    return fail(st.error().code, st.error().message);
+    return fail(st.error().code, st.error().message, st.error().retryable);
   }
   d->info_.ready_us = steady_us() - t0;
   return d;

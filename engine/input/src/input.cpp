@@ -740,8 +740,8 @@ Status InputDevice::restore_keymap_checked() {
     }
     if (now) XFree(now);
     if (!same) {
-      Error e{"keymap-restore-failed",
-              "keycode " + std::to_string(kc) + " does not have its original keysyms after restore", false};
+      Error e = make_error("keymap-restore-failed", "keycode " + std::to_string(kc) +
+                                                        " does not have its original keysyms after restore");
       if (options_.defer_restore) restore_error_ = e;
       return e;
     }

@@ -268,8 +268,7 @@ Json SessionManager::dispatch(const Json& actor, const SessionRequest& req) {
       return error_response(make_error(k.sequence,
                                    "sequence " + std::to_string(req.sequence) +
                                        " is not the " + noun + "'s current sequence " +
-                                       std::to_string(r.sequence) + "; nothing was executed",
-                                   false));
+                                       std::to_string(r.sequence) + "; nothing was executed"));
     }
     if (v == Verdict::kWrongPhase) {
       return error_response(make_error(k.phase, "op " + std::string(c.row.name) + " needs phase " +
@@ -503,7 +502,7 @@ Json SessionManager::begin_common(Call& c, const std::function<std::optional<Err
       }
       return true;
     });
-    if (stop_) return error_response(make_error(busy, "the engine is shutting down"));
+    if (stop_) return error_response(make_error(busy, "the engine is shutting down", false));
     std::size_t live = 0;
     for (const auto& [id, other] : records_) {
       if (!is_live(other->phase)) continue;
